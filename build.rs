@@ -1,0 +1,16 @@
+//! Records the git revision in the binary, so the results it writes say which code produced them.
+use std::process::Command;
+
+fn main() {
+    let revision = Command::new("git")
+        .args(["describe", "--always", "--dirty", "--abbrev=10"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rustc-env=GEMM_LADDER_GIT_REVISION={revision}");
+    println!("cargo:rerun-if-changed=.git/HEAD");
+    println!("cargo:rerun-if-changed=.git/index");
+    println!("cargo:rerun-if-changed=.git/refs");
+}

@@ -1,0 +1,536 @@
+//! Builds the book (`book/`) with mdBook's library, in process, with no network and no `mdbook` binary.
+//!
+//! Numbers never appear in the chapters' source: a chapter asks for them with a directive, and the
+//! `ladder-results` pass replaces it with what the results files hold.
+//!
+//! | directive                  | becomes                                                          |
+//! |----------------------------|------------------------------------------------------------------|
+//! | `{{#ladder-table}}`        | one row per record of every results file, then the devices       |
+//! | `{{#ladder-table step03}}` | that step's rows, then one line per verification check           |
+//! | `{{#ladder-figure}}`       | an image of `figures/ladder-<gpu>.svg` per results file          |
+//!
+//! A backslash in front (`\{{#ladder-table}}`) leaves the directive as text. With no results yet,
+//! each directive becomes one sentence that says how to record some.
+//!
+//! The pass runs on the loaded book before mdBook's own preprocessors, among them `links`, which
+//! expands `{{#include ../../steps/step01_naive/kernel.cu:kernel}}`. Before that, every include is
+//! checked (the file exists, the anchor is in it), because mdBook itself only logs a missing file and
+//! silently includes nothing for a missing anchor.
+
+use crate::error::{Error, Result};
+use crate::figure;
+use crate::results::{self, significant, ResultsFile, StepRecord};
+use mdbook_driver::book::BookItem;
+use mdbook_driver::MDBook;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The name the results pass goes by in messages.
+pub const PASS_NAME: &str = "ladder-results";
+
+/// `book/build`: where [`build`] writes the HTML unless told otherwise.
+pub fn default_build_dir(book_dir: &Path) -> PathBuf {
+    book_dir.join("build")
+}
+
+/// Redraws every figure from the results files (the ladder of each GPU). The `ladder` and `stepNN`
+/// binaries call this after recording; [`build`] does not, so that building never rewrites sources.
+pub fn regenerate(book_dir: &Path) -> Result<Vec<PathBuf>> {
+    figure::regenerate_all(book_dir)
+}
+
+/// Builds the book at `book_dir` into `dest` (default `book/build`) and returns the folder that holds
+/// `index.html`.
+pub fn build(book_dir: &Path, dest: Option<&Path>) -> Result<PathBuf> {
+    let fail = |e: mdbook_driver::errors::Error| Error::Other(format!("building the book in {}: {e:#}", book_dir.display()));
+    let mut book = MDBook::load(book_dir).map_err(fail)?;
+    if let Some(dest) = dest {
+        // mdBook resolves a relative build folder against the book's root; the caller meant ours.
+        let dest = if dest.is_absolute() {
+            dest.to_path_buf()
+        } else {
+            std::env::current_dir().map_err(Error::io("reading the current folder"))?.join(dest)
+        };
+        book.config.build.build_dir = dest;
+    }
+    let src_dir = book.source_dir();
+    check_includes(&book, &src_dir)?;
+    let pass = LadderResults::load(book_dir)?;
+    let mut failure = None;
+    book.book.for_each_mut(|item| {
+        if let BookItem::Chapter(chapter) = item {
+            let Some(path) = chapter.path.clone() else { return };
+            match pass.expand(&chapter.content, &path) {
+                Ok(text) => chapter.content = text,
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    book.build().map_err(fail)?;
+    Ok(book.build_dir_for("html"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Include checks
+
+/// Every `{{#include path}}` / `{{#include path:anchor}}` (and `rustdoc_include`) of every chapter must
+/// name a file that exists, and an anchor that the file opens and closes.
+fn check_includes(book: &MDBook, src_dir: &Path) -> Result<()> {
+    let mut problems = Vec::new();
+    for item in book.iter() {
+        let BookItem::Chapter(chapter) = item else { continue };
+        let Some(path) = &chapter.path else { continue };
+        let base = src_dir.join(path.parent().unwrap_or(Path::new("")));
+        for directive in directives(&chapter.content) {
+            let mut words = directive.body.split_whitespace();
+            let (Some(kind), Some(target)) = (words.next(), words.next()) else { continue };
+            if kind != "include" && kind != "rustdoc_include" {
+                continue;
+            }
+            let (file, selector) = match target.split_once(':') {
+                Some((file, rest)) => (file, Some(rest)),
+                None => (target, None),
+            };
+            let full = base.join(file);
+            let Ok(text) = std::fs::read_to_string(&full) else {
+                problems.push(format!("{}: {{{{#{}}}}} names {}, which cannot be read", path.display(), directive.body, full.display()));
+                continue;
+            };
+            // A selector that starts with a digit or a colon is a line range; anything else an anchor.
+            let Some(anchor) = selector.filter(|s| !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_digit() || c == ':')) else {
+                continue;
+            };
+            if !has_anchor(&text, anchor) {
+                problems.push(format!(
+                    "{}: {{{{#{}}}}}: {} has no `ANCHOR: {anchor}` … `ANCHOR_END: {anchor}` pair",
+                    path.display(),
+                    directive.body,
+                    full.display()
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Other(format!("the book includes what is not there:\n  {}", problems.join("\n  "))))
+    }
+}
+
+/// Whether `text` opens and later closes the anchor `name` (as mdBook matches them: the name is
+/// followed by something that cannot continue a name).
+fn has_anchor(text: &str, name: &str) -> bool {
+    let marks = |marker: &str| -> Vec<usize> {
+        text.lines()
+            .enumerate()
+            .filter(|(_, line)| {
+                line.match_indices(marker).any(|(at, _)| {
+                    let rest = line[at + marker.len()..].trim_start();
+                    rest.strip_prefix(name)
+                        .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '-'))
+                })
+            })
+            .map(|(n, _)| n)
+            .collect()
+    };
+    let starts = marks("ANCHOR:");
+    let ends = marks("ANCHOR_END:");
+    starts.first().is_some_and(|s| ends.iter().any(|e| e > s))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding `{{# ... }}` directives
+
+/// One `{{#...}}` in a chapter: where it is and what is between `{{#` and `}}`, trimmed.
+struct Directive<'a> {
+    start: usize,
+    end: usize,
+    body: &'a str,
+    escaped: bool,
+}
+
+/// Every `{{#...}}` in `text`, in order (a `{{#` with no closing `}}` is not a directive).
+fn directives(text: &str) -> Vec<Directive<'_>> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(offset) = text[from..].find("{{#") {
+        let start = from + offset;
+        let body_start = start + 3;
+        let Some(close) = text[body_start..].find("}}") else { break };
+        let end = body_start + close + 2;
+        let escaped = text[..start].ends_with('\\');
+        found.push(Directive { start, end, body: text[body_start..body_start + close].trim(), escaped });
+        from = end;
+    }
+    found
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `ladder-results` pass
+
+/// Expands the `{{#ladder-…}}` directives of chapters from a set of results files.
+pub struct LadderResults {
+    files: Vec<ResultsFile>,
+    /// The book's folder, to tell whether a figure has been drawn; `None` assumes it has.
+    book_dir: Option<PathBuf>,
+}
+
+impl LadderResults {
+    /// A pass over the given results (for tests and previews); figures are assumed to exist.
+    pub fn new(files: Vec<ResultsFile>) -> LadderResults {
+        LadderResults { files, book_dir: None }
+    }
+
+    /// A pass over the results files of the book at `book_dir`.
+    pub fn load(book_dir: &Path) -> Result<LadderResults> {
+        Ok(LadderResults { files: results::load_all(book_dir)?, book_dir: Some(book_dir.to_path_buf()) })
+    }
+
+    /// Replaces every `{{#ladder-…}}` in `text`, a chapter at `chapter` (its path under `src`, which
+    /// decides how figure links are written). An unknown `ladder-` directive is an error.
+    pub fn expand(&self, text: &str, chapter: &Path) -> Result<String> {
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        for d in directives(text) {
+            let mut words = d.body.split_whitespace();
+            let Some(name) = words.next() else { continue };
+            if d.escaped || !name.starts_with("ladder-") {
+                continue;
+            }
+            let args: Vec<&str> = words.collect();
+            let bad = |why: &str| Error::Other(format!("{}: {{{{#{}}}}}: {why} ({PASS_NAME})", chapter.display(), d.body));
+            let replacement = match (name, args.as_slice()) {
+                ("ladder-table", []) => table(&self.files, None),
+                ("ladder-table", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    table(&self.files, Some(id))
+                }
+                ("ladder-figure", []) => self.figure_links(chapter),
+                ("ladder-table", _) | ("ladder-figure", _) => return Err(bad("too many arguments")),
+                _ => return Err(bad("unknown directive: the known ones are ladder-table [stepNN] and ladder-figure")),
+            };
+            out.push_str(&text[copied..d.start]);
+            out.push_str(replacement.trim_end());
+            copied = d.end;
+        }
+        out.push_str(&text[copied..]);
+        Ok(out)
+    }
+
+    /// One image per results file, linked relative to the chapter.
+    fn figure_links(&self, chapter: &Path) -> String {
+        if self.files.is_empty() {
+            return format!(
+                "No ladder has been drawn yet, because nothing has been recorded on a GPU: {} records results and draws it.\n",
+                RECORD_HINT
+            );
+        }
+        let up = "../".repeat(chapter.parent().map_or(0, |p| p.components().count()));
+        let mut out = String::new();
+        for file in &self.files {
+            let slug = file.slug();
+            let drawn = self.book_dir.as_ref().is_none_or(|dir| figure::ladder_svg_path(dir, &slug).is_file());
+            if drawn {
+                let _ = writeln!(out, "![TFLOPS ladder on {}]({up}figures/ladder-{slug}.svg)\n", file.device.name);
+            } else {
+                let _ = writeln!(
+                    out,
+                    "The ladder of {} is recorded but not drawn yet: `cargo run --release --bin ladder -- --book-only` draws it.\n",
+                    file.device.name
+                );
+            }
+        }
+        out
+    }
+}
+
+const RECORD_HINT: &str =
+    "on a machine with an NVIDIA GPU, `cargo run --release --bin ladder` (every step) or `cargo run --release --bin stepNN` (one step)";
+
+/// `step03` → 3.
+fn parse_step(word: &str) -> Option<u8> {
+    let digits = word.strip_prefix("step")?;
+    if digits.len() != 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|n| (1..=99).contains(n))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables
+
+/// The results table as Markdown: every record of every file (`step = None`), or one step's records
+/// followed by its verification checks.
+pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
+    let rows: Vec<(&ResultsFile, &StepRecord)> = files
+        .iter()
+        .flat_map(|f| f.records.iter().map(move |r| (f, r)))
+        .filter(|(_, r)| step.is_none_or(|s| r.step == s))
+        .collect();
+    if rows.is_empty() {
+        return match step {
+            None => format!("Nothing has been recorded on a GPU yet: {RECORD_HINT} records it here.\n"),
+            Some(s) => format!(
+                "Step {s:02} has not been recorded on a GPU yet: `cargo run --release --bin step{s:02}` on a machine with an NVIDIA GPU records it here.\n"
+            ),
+        };
+    }
+
+    let mut header = vec!["GPU"];
+    if step.is_none() {
+        header.push("step");
+    }
+    header.extend([
+        "shape",
+        "arch",
+        "median ms",
+        "TFLOPS",
+        "× cuBLAS bf16",
+        "× cuBLAS SGEMM",
+        "rel. error vs previous",
+        "rel. error vs cuBLAS",
+        "registers",
+        "shared memory",
+    ]);
+    let numeric_from = header.iter().position(|h| *h == "median ms").unwrap_or(header.len());
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let align: Vec<&str> = (0..header.len()).map(|i| if i >= numeric_from { "---:" } else { ":---" }).collect();
+    let _ = writeln!(out, "|{}|", align.join("|"));
+    for (file, r) in &rows {
+        let mut cells = vec![file.device.name.clone()];
+        if step.is_none() {
+            cells.push(r.label());
+        }
+        cells.extend([
+            shape_text(r),
+            r.arch.clone(),
+            significant(r.time.median_ms, 3),
+            significant(r.time.tflops, 3),
+            ratio_text(Some(r.ratio_bf16)),
+            ratio_text(r.ratio_sgemm),
+            check_text(r, false),
+            check_text(r, true),
+            registers_text(r),
+            smem_text(r),
+        ]);
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out.push('\n');
+    out.push_str(
+        "× cuBLAS is this kernel's TFLOPS over cuBLAS's, timed in the same process on the same inputs \
+         (1 = as fast). A relative error is ‖C − C_ref‖_F / ‖C_ref‖_F, against the reference in brackets.\n\n",
+    );
+    for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
+        let _ = writeln!(out, "{}\n", device_text(file, step));
+    }
+    if let Some(s) = step {
+        let _ = writeln!(out, "Verification of every recorded run of step {s:02}:\n");
+        for (file, r) in &rows {
+            for c in &r.checks {
+                let verdict = if c.passed { "passed".to_string() } else { format!("**failed**{}", c.first_failure.as_ref().map(|f| format!(" ({f})")).unwrap_or_default()) };
+                let _ = writeln!(
+                    out,
+                    "- {}, {}, seed {}, against {}: relative Frobenius error {:.2e} (bound {:.1e}), max |error| {} (elementwise bound `{}`) over {} elements: {verdict}.",
+                    file.device.name,
+                    shape_text(r),
+                    r.seed,
+                    c.against,
+                    c.rel_fro,
+                    c.rel_fro_bound,
+                    significant(c.max_abs, 3),
+                    c.elementwise_bound.replace('`', "'"),
+                    c.compared,
+                );
+            }
+        }
+        let _ = writeln!(out, "\nTo repeat a run exactly: `{}`.", rerun_command(rows[0].1));
+    }
+    out
+}
+
+/// `4096³`, or `M×N×K` when the shape is not a cube.
+fn shape_text(r: &StepRecord) -> String {
+    let s = r.shape;
+    if s.m == s.n && s.n == s.k {
+        format!("{}³", s.m)
+    } else {
+        format!("{}×{}×{}", s.m, s.n, s.k)
+    }
+}
+
+fn ratio_text(ratio: Option<f64>) -> String {
+    ratio.map_or_else(|| "—".into(), |r| significant(r, 3))
+}
+
+/// The error against cuBLAS (`cublas`) or against the other reference (the previous step, the CPU).
+fn check_text(r: &StepRecord, cublas: bool) -> String {
+    let check = r.checks.iter().find(|c| c.against.to_ascii_lowercase().contains("cublas") == cublas);
+    match check {
+        None => "—".into(),
+        Some(c) => {
+            let mark = if c.passed { "" } else { " ✗" };
+            if cublas {
+                format!("{:.1e}{mark}", c.rel_fro)
+            } else {
+                format!("{:.1e} ({}){mark}", c.rel_fro, c.against)
+            }
+        }
+    }
+}
+
+fn registers_text(r: &StepRecord) -> String {
+    match (r.registers, r.local_bytes) {
+        (None, _) => "—".into(),
+        (Some(n), Some(local)) if local > 0 => format!("{n} (+{local} B local)"),
+        (Some(n), _) => n.to_string(),
+    }
+}
+
+fn smem_text(r: &StepRecord) -> String {
+    if r.static_smem_bytes.is_none() && r.dynamic_smem_bytes == 0 {
+        return "—".into();
+    }
+    bytes_text(r.smem_bytes() as u64)
+}
+
+/// `48 KiB`, `8.5 KiB`, `512 B`, `50 MiB`, `80 GiB`.
+fn bytes_text(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// One paragraph on the GPU and software a file was measured with, for the rows shown.
+fn device_text(file: &ResultsFile, step: Option<u8>) -> String {
+    let d = &file.device;
+    let shown: Vec<&StepRecord> = file.records.iter().filter(|r| step.is_none_or(|s| r.step == s)).collect();
+    let mut dates: Vec<&str> = shown.iter().map(|r| r.date.get(..10).unwrap_or(&r.date)).collect();
+    dates.sort_unstable();
+    dates.dedup();
+    let mut revisions: Vec<&str> = shown.iter().map(|r| r.git.as_str()).collect();
+    revisions.sort_unstable();
+    revisions.dedup();
+    let clocks = match (d.sm_clock_mhz, d.mem_clock_mhz) {
+        (Some(sm), Some(mem)) => format!(", SM clock up to {sm} MHz, memory clock {mem} MHz"),
+        (Some(sm), None) => format!(", SM clock up to {sm} MHz"),
+        (None, Some(mem)) => format!(", memory clock {mem} MHz"),
+        (None, None) => String::new(),
+    };
+    let when = match (dates.first(), dates.last()) {
+        (Some(a), Some(b)) if a != b => format!("between {a} and {b}"),
+        (Some(a), _) => format!("on {a}"),
+        _ => String::new(),
+    };
+    format!(
+        "**{}**: compute capability {}, {} SMs, {} of L2, {} of memory{clocks}; CUDA driver {}, NVRTC {}; measured {when} at revision {}.",
+        d.name,
+        d.compute_capability,
+        d.sms,
+        bytes_text(d.l2_bytes),
+        bytes_text(d.memory_bytes),
+        d.driver,
+        d.nvrtc,
+        revisions.join(", "),
+    )
+}
+
+/// The command that repeats a record's run: same step, shape and seed.
+fn rerun_command(r: &StepRecord) -> String {
+    let s = r.shape;
+    let shape = if s.m == s.n && s.n == s.k {
+        format!("--size {}", s.m)
+    } else {
+        format!("--m {} --n {} --k {}", s.m, s.n, s.k)
+    };
+    format!("cargo run --release --bin {} -- {shape} --seed {}", r.step_id(), r.seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::tests::{device, record_of};
+
+    fn file() -> ResultsFile {
+        ResultsFile {
+            device: device("NVIDIA H100 80GB HBM3"),
+            records: vec![record_of(1, "naive", 4096, 100.0), record_of(3, "register_tiling", 4096, 4.0)],
+        }
+    }
+
+    #[test]
+    fn finds_directives_and_escapes() {
+        let text = "a {{#ladder-table}} b \\{{#ladder-figure}} c {{#include x.cu:kernel}} {{# open";
+        let found = directives(text);
+        let bodies: Vec<(&str, bool)> = found.iter().map(|d| (d.body, d.escaped)).collect();
+        assert_eq!(bodies, [("ladder-table", false), ("ladder-figure", true), ("include x.cu:kernel", false)]);
+    }
+
+    #[test]
+    fn expands_tables_and_figures() {
+        let pass = LadderResults::new(vec![file()]);
+        let text = pass.expand("# R\n\n{{#ladder-figure}}\n\n{{#ladder-table}}\n", Path::new("results.md")).unwrap();
+        assert!(text.contains("![TFLOPS ladder on NVIDIA H100 80GB HBM3](figures/ladder-nvidia-h100-80gb-hbm3.svg)"));
+        assert!(text.contains("| NVIDIA H100 80GB HBM3 | 01 naive | 4096³ | sm_90 | 100 | 1.37 |"), "{text}");
+        assert!(text.contains("03 register_tiling"));
+        assert!(!text.contains("{{#"));
+
+        let nested = pass.expand("{{#ladder-figure}}", Path::new("part/deeper/x.md")).unwrap();
+        assert!(nested.contains("](../../figures/ladder-nvidia-h100-80gb-hbm3.svg)"));
+
+        let step = pass.expand("{{#ladder-table step03}}", Path::new("step03.md")).unwrap();
+        assert!(!step.contains("01 naive") && step.contains("| 4.00 | 34.4 |"), "{step}");
+        assert!(step.contains("against cuBLAS bf16: relative Frobenius error 1.25e-3 (bound 1.0e-2)"), "{step}");
+        assert!(step.contains("cargo run --release --bin step03 -- --size 4096 --seed 42"));
+
+        let escaped = pass.expand("\\{{#ladder-table}}", Path::new("x.md")).unwrap();
+        assert_eq!(escaped, "\\{{#ladder-table}}");
+        assert!(pass.expand("{{#ladder-tabel}}", Path::new("x.md")).unwrap_err().to_string().contains("unknown"));
+        assert!(pass.expand("{{#ladder-table 3}}", Path::new("x.md")).is_err());
+    }
+
+    #[test]
+    fn says_how_to_record_when_empty() {
+        let pass = LadderResults::new(Vec::new());
+        let text = pass.expand("{{#ladder-table}}\n{{#ladder-figure}}\n", Path::new("results.md")).unwrap();
+        assert!(text.contains("Nothing has been recorded on a GPU yet") && text.contains("cargo run --release --bin ladder"));
+        let one = LadderResults::new(vec![file()]);
+        let text = one.expand("{{#ladder-table step02}}", Path::new("s.md")).unwrap();
+        assert!(text.contains("Step 02 has not been recorded") && text.contains("--bin step02"), "{text}");
+    }
+
+    #[test]
+    fn anchors_are_matched_whole() {
+        let src = "// ANCHOR: load_tile\nx\n// ANCHOR_END: load_tile\n// ANCHOR: kernel_body\n// ANCHOR_END: kernel_body\n";
+        assert!(has_anchor(src, "load_tile"));
+        assert!(!has_anchor(src, "load"));
+        assert!(!has_anchor(src, "kernel"));
+        assert!(!has_anchor("// ANCHOR_END: a\n// ANCHOR: a\n", "a"));
+    }
+
+    #[test]
+    fn bytes_and_steps() {
+        assert_eq!(bytes_text(8192), "8 KiB");
+        assert_eq!(bytes_text(8704), "8.5 KiB");
+        assert_eq!(bytes_text(50 * 1024 * 1024), "50 MiB");
+        assert_eq!(bytes_text(300), "300 B");
+        assert_eq!(parse_step("step03"), Some(3));
+        assert_eq!(parse_step("step3"), None);
+        assert_eq!(parse_step("03"), None);
+    }
+}

@@ -1,0 +1,82 @@
+//! One error type for every expected failure. Each variant prints as one line that says what went wrong
+//! and, where there is one, what to do about it; `main` prints it and exits non-zero (no panics).
+
+use std::process::ExitCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no NVIDIA driver library (libcuda) found: install the NVIDIA driver to run kernels; `--emit ptx` and `ladder --book-only` work without one")]
+    NoDriver,
+    #[error("no CUDA GPU found: the driver reports {0} devices")]
+    NoDevice(i32),
+    #[error("NVRTC (libnvrtc) not found: install a CUDA toolkit or `pip install nvidia-cuda-nvrtc`, and put its lib folder on LD_LIBRARY_PATH")]
+    NoNvrtc,
+    #[error("cuBLAS (libcublas) not found: install a CUDA toolkit or `pip install nvidia-cublas`, and put its lib folder on LD_LIBRARY_PATH")]
+    NoCublas,
+    #[error("shape {m}x{n}x{k} refused by {step}: {rule}")]
+    Shape { step: String, m: usize, n: usize, k: usize, rule: String },
+    #[error("{step} needs {needs}, but this GPU is {found}")]
+    Unsupported { step: String, needs: String, found: String },
+    #[error("NVRTC could not compile {file} for {arch}:\n{log}")]
+    Compile { file: String, arch: String, log: String },
+    #[error("ptxas rejected {file} for {arch}:\n{log}")]
+    Assemble { file: String, arch: String, log: String },
+    #[error("CUDA {context}: {detail}")]
+    Cuda { context: String, detail: String },
+    #[error("out of GPU memory: {0}")]
+    OutOfMemory(String),
+    #[error("verification failed: {0}")]
+    Verification(String),
+    #[error("{what} did not finish within {seconds:.0} s: reported as hung (an mbarrier phase or a barrier nobody reaches is the usual cause)")]
+    Hung { what: String, seconds: f64 },
+    #[error("{0}")]
+    Usage(String),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error("{0}")]
+    Other(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Exit codes a script can tell apart: 1 verification, 2 usage/shape/arch, 3 hung, 4 environment, 5 other.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Verification(_) => 1,
+            Error::Usage(_) | Error::Shape { .. } | Error::Unsupported { .. } => 2,
+            Error::Hung { .. } => 3,
+            Error::NoDriver | Error::NoDevice(_) | Error::NoNvrtc | Error::NoCublas => 4,
+            _ => 5,
+        }
+    }
+
+    pub fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let context = context.into();
+        move |source| Error::Io { context, source }
+    }
+
+    /// Wraps a driver error, turning an allocation failure into its own clear message.
+    pub fn cuda(context: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+        let context = context.into();
+        move |e| {
+            let detail = e.to_string();
+            if detail.contains("OUT_OF_MEMORY") {
+                Error::OutOfMemory(context)
+            } else {
+                Error::Cuda { context, detail }
+            }
+        }
+    }
+}
+
+/// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
+pub fn exit_with(result: Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

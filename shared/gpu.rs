@@ -1,0 +1,108 @@
+//! The GPU: discovery, its facts for the results file, and waiting on it with a deadline.
+
+use crate::error::{Error, Result};
+use crate::libs;
+use crate::results::DeviceInfo;
+use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long one kernel may run before it is reported as hung. The slowest honest launch in the ladder
+/// (the naive kernel at 16384³) takes a few seconds; a kernel waiting on a barrier nobody arrives at
+/// waits forever.
+pub const HANG_DEADLINE: Duration = Duration::from_secs(60);
+
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub info: DeviceInfo,
+    /// Compute capability.
+    pub major: u32,
+    pub minor: u32,
+    pub l2_bytes: u64,
+}
+
+fn version_text(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+impl Gpu {
+    /// Opens device 0, or says in one line why it cannot.
+    pub fn open() -> Result<Gpu> {
+        libs::require_driver()?;
+        let count = CudaContext::device_count().map_err(Error::cuda("initialising the driver"))?;
+        if count < 1 {
+            return Err(Error::NoDevice(count));
+        }
+        let ctx = CudaContext::new(0).map_err(Error::cuda("creating a context on device 0"))?;
+        // One stream, one order of work: the harness needs no cross-stream tracking, and the
+        // per-launch events it would record would be timed with the kernels.
+        // SAFETY: nothing in this process uses a second stream.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let attr = |a: Attr| ctx.attribute(a).map_err(Error::cuda("reading a device attribute"));
+        let major = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
+        let minor = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+        let sms = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let l2_bytes = attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64;
+        // Peak clocks in kHz; some drivers no longer report them, which the results file records as null.
+        let mhz = |a: Attr| ctx.attribute(a).ok().filter(|&k| k > 0).map(|k| (k / 1000) as u32);
+        let mut driver = 0;
+        // SAFETY: one out-pointer to a live integer.
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
+        let nvrtc = crate::nvrtc::version().map(|(a, b)| format!("{a}.{b}")).unwrap_or_else(|_| "absent".into());
+        let info = DeviceInfo {
+            name: ctx.name().map_err(Error::cuda("reading the device name"))?,
+            compute_capability: format!("{major}.{minor}"),
+            sms,
+            l2_bytes,
+            memory_bytes: ctx.total_mem().map_err(Error::cuda("reading the memory size"))? as u64,
+            sm_clock_mhz: mhz(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+            mem_clock_mhz: mhz(Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+            driver: version_text(driver),
+            nvrtc,
+        };
+        Ok(Gpu { ctx, stream, info, major, minor, l2_bytes })
+    }
+
+    /// Free device memory in bytes.
+    pub fn free_bytes(&self) -> Result<usize> {
+        Ok(self.ctx.mem_get_info().map_err(Error::cuda("reading free memory"))?.0)
+    }
+
+    pub fn event(&self) -> Result<CudaEvent> {
+        self.ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(Error::cuda("creating an event"))
+    }
+
+    /// Waits until everything enqueued so far has finished, or reports `what` as hung.
+    pub fn finish(&self, what: &str) -> Result<()> {
+        let done = self.event()?;
+        done.record(&self.stream).map_err(Error::cuda("recording an event"))?;
+        wait_for(&done, what, HANG_DEADLINE)?;
+        self.ctx.check_err().map_err(Error::cuda(format!("running {what}")))
+    }
+}
+
+/// Polls `event` until it completes. Past the deadline the process ends at once with the hung
+/// message: unwinding would free buffers a running kernel still uses and could block in the driver.
+pub fn wait_for(event: &CudaEvent, what: &str, deadline: Duration) -> Result<()> {
+    let start = Instant::now();
+    let mut pause = Duration::from_micros(20);
+    loop {
+        match event.try_is_complete() {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => return Err(Error::cuda(format!("running {what}"))(e)),
+        }
+        if start.elapsed() > deadline {
+            let hung = Error::Hung { what: what.to_string(), seconds: deadline.as_secs_f64() };
+            eprintln!("error: {hung}");
+            std::process::exit(hung.exit_code() as i32);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,255 @@
+//! Run-time compilation: NVRTC turns a kernel file into PTX or a cubin for one architecture.
+//!
+//! Kernel files include only this crate's headers (`shared/cuda/*.cuh`), which are embedded in the
+//! binary and handed to NVRTC by name, so compilation needs no CUDA toolkit headers on the machine.
+
+use crate::arch::Arch;
+use crate::error::{Error, Result};
+use crate::libs;
+use crate::registry::KernelFile;
+use cudarc::nvrtc::sys;
+use std::ffi::{c_char, c_int, CString};
+use std::path::Path;
+use std::process::Command;
+
+/// Every header a kernel may `#include`, by the name it uses.
+pub const HEADERS: &[(&str, &str)] = &[("common.cuh", include_str!("cuda/common.cuh"))];
+
+/// What to ask NVRTC for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// PTX for the virtual architecture (`compute_90a`): readable, and what `--emit ptx` prints.
+    Ptx,
+    /// Machine code for the real architecture (`sm_90a`): what the driver loads.
+    Cubin,
+}
+
+/// The result of one compilation.
+pub struct Compiled {
+    pub arch: Arch,
+    /// PTX text, or cubin bytes.
+    pub bytes: Vec<u8>,
+    /// NVRTC's warnings (empty when clean), with `file:line:` locations.
+    pub log: String,
+}
+
+/// NVRTC's version, `(major, minor)`.
+pub fn version() -> Result<(i32, i32)> {
+    libs::require_nvrtc()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: two out-pointers to live integers.
+    unsafe { sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| Error::Other(format!("nvrtcVersion: {e:?}")))?;
+    Ok((major, minor))
+}
+
+/// The `-D` options, in the order the step lists them.
+fn define_options(kernel: &KernelFile) -> Vec<String> {
+    kernel.defines.iter().map(|(name, value)| format!("-D{name}={value}")).collect()
+}
+
+/// Compiles one kernel file for `arch`.
+pub fn compile(kernel: &KernelFile, arch: Arch, output: Output) -> Result<Compiled> {
+    libs::require_nvrtc()?;
+    let target = match output {
+        Output::Ptx => arch.compute(),
+        Output::Cubin => arch.sm(),
+    };
+    let mut options = vec![
+        format!("--gpu-architecture={target}"),
+        "-std=c++17".to_string(),
+        "-lineinfo".to_string(),
+    ];
+    options.extend(define_options(kernel));
+
+    let fail = |what: &str, code: sys::nvrtcResult| Error::Other(format!("NVRTC {what}: {code:?}"));
+    let source = CString::new(kernel.source).map_err(|_| Error::Other("NUL in kernel source".into()))?;
+    let name = CString::new(kernel.path).map_err(|_| Error::Other("NUL in kernel path".into()))?;
+    let header_sources: Vec<CString> =
+        HEADERS.iter().map(|(_, text)| CString::new(*text).expect("header text has no NUL")).collect();
+    let header_names: Vec<CString> =
+        HEADERS.iter().map(|(n, _)| CString::new(*n).expect("header name has no NUL")).collect();
+    let source_ptrs: Vec<*const c_char> = header_sources.iter().map(|s| s.as_ptr()).collect();
+    let name_ptrs: Vec<*const c_char> = header_names.iter().map(|s| s.as_ptr()).collect();
+    let option_strings: Vec<CString> =
+        options.iter().map(|o| CString::new(o.as_str()).expect("option has no NUL")).collect();
+    let option_ptrs: Vec<*const c_char> = option_strings.iter().map(|s| s.as_ptr()).collect();
+
+    let mut program: sys::nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: every pointer refers to a CString that outlives the program.
+    unsafe {
+        sys::nvrtcCreateProgram(
+            &mut program,
+            source.as_ptr(),
+            name.as_ptr(),
+            HEADERS.len() as c_int,
+            source_ptrs.as_ptr(),
+            name_ptrs.as_ptr(),
+        )
+    }
+    .result()
+    .map_err(|e| fail("create", e.0))?;
+
+    // SAFETY: `program` is live until destroyed at the end of this function.
+    let compiled = unsafe { sys::nvrtcCompileProgram(program, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
+    let log = unsafe { program_log(program) };
+    let result = if compiled == sys::nvrtcResult::NVRTC_SUCCESS {
+        unsafe { program_output(program, output) }.map(|bytes| Compiled { arch, bytes, log })
+    } else {
+        Err(Error::Compile { file: kernel.path.to_string(), arch: target.clone(), log })
+    };
+    // SAFETY: destroyed once, after its last use.
+    unsafe { sys::nvrtcDestroyProgram(&mut program) };
+    result
+}
+
+/// NVRTC's log, with `file(12): error` rewritten as `file:12: error` so editors can jump to it.
+unsafe fn program_log(program: sys::nvrtcProgram) -> String {
+    let mut size = 0usize;
+    if sys::nvrtcGetProgramLogSize(program, &mut size) != sys::nvrtcResult::NVRTC_SUCCESS || size <= 1 {
+        return String::new();
+    }
+    let mut buffer = vec![0u8; size];
+    sys::nvrtcGetProgramLog(program, buffer.as_mut_ptr() as *mut c_char);
+    buffer.pop(); // the terminating NUL
+    editor_locations(&String::from_utf8_lossy(&buffer))
+}
+
+fn editor_locations(log: &str) -> String {
+    log.lines()
+        .map(|line| match line.find("): ") {
+            Some(close) => match line[..close].rfind('(') {
+                Some(open) if line[open + 1..close].chars().all(|c| c.is_ascii_digit()) && close > open + 1 => {
+                    format!("{}:{}: {}", &line[..open], &line[open + 1..close], &line[close + 3..])
+                }
+                _ => line.to_string(),
+            },
+            None => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
+unsafe fn program_output(program: sys::nvrtcProgram, output: Output) -> Result<Vec<u8>> {
+    let mut size = 0usize;
+    let (size_code, data_code);
+    let mut buffer;
+    match output {
+        Output::Ptx => {
+            size_code = sys::nvrtcGetPTXSize(program, &mut size);
+            buffer = vec![0u8; size];
+            data_code = sys::nvrtcGetPTX(program, buffer.as_mut_ptr() as *mut c_char);
+            buffer.pop(); // PTX comes NUL-terminated
+        }
+        Output::Cubin => {
+            size_code = sys::nvrtcGetCUBINSize(program, &mut size);
+            buffer = vec![0u8; size];
+            data_code = sys::nvrtcGetCUBIN(program, buffer.as_mut_ptr() as *mut c_char);
+        }
+    }
+    if size_code != sys::nvrtcResult::NVRTC_SUCCESS || data_code != sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(Error::Other(format!("NVRTC could not return its {output:?} output")));
+    }
+    Ok(buffer)
+}
+
+/// What `ptxas -v` reported for one kernel.
+#[derive(Debug, Clone)]
+pub struct AssemblyReport {
+    pub registers: Option<u32>,
+    pub spill_bytes: u32,
+    pub stack_bytes: u32,
+    /// ptxas's own words, for the test log.
+    pub info: String,
+}
+
+/// Assembles PTX with `ptxas` for `arch` (a real `sm_` target). `None` when ptxas is not installed.
+pub fn assemble(ptx: &[u8], arch: Arch, label: &str) -> Result<Option<AssemblyReport>> {
+    let Some(ptxas) = libs::find_tool("ptxas") else { return Ok(None) };
+    let dir = std::env::temp_dir().join(format!("gemm-ladder-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(Error::io("creating a temporary folder for ptxas"))?;
+    let stem = label.replace(['/', '.'], "_");
+    let input = dir.join(format!("{stem}.{}.ptx", arch.sm()));
+    let output = dir.join(format!("{stem}.{}.cubin", arch.sm()));
+    std::fs::write(&input, ptx).map_err(Error::io("writing PTX for ptxas"))?;
+    let run = Command::new(&ptxas)
+        .arg(format!("-arch={}", arch.sm()))
+        .arg("-v")
+        .arg("-o")
+        .arg(&output)
+        .arg(&input)
+        .output()
+        .map_err(Error::io(format!("running {}", ptxas.display())))?;
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&output);
+    let log = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    if !run.status.success() {
+        return Err(Error::Assemble { file: label.to_string(), arch: arch.sm(), log });
+    }
+    Ok(Some(parse_ptxas_report(&log)))
+}
+
+fn number_before(text: &str, marker: &str) -> Option<u32> {
+    let at = text.find(marker)?;
+    text[..at].split_whitespace().last()?.parse().ok()
+}
+
+fn parse_ptxas_report(log: &str) -> AssemblyReport {
+    AssemblyReport {
+        registers: number_before(log, "registers"),
+        spill_bytes: number_before(log, "bytes spill stores").unwrap_or(0)
+            + number_before(log, "bytes spill loads").unwrap_or(0),
+        stack_bytes: number_before(log, "bytes stack frame").unwrap_or(0),
+        info: log.trim().to_string(),
+    }
+}
+
+/// Disassembles a cubin to SASS with `cuobjdump` or `nvdisasm`, whichever is installed.
+pub fn disassemble(cubin: &[u8], label: &str) -> Result<String> {
+    let dir = std::env::temp_dir().join(format!("gemm-ladder-sass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(Error::io("creating a temporary folder for the disassembler"))?;
+    let file = dir.join(format!("{}.cubin", label.replace(['/', '.'], "_")));
+    std::fs::write(&file, cubin).map_err(Error::io("writing the cubin"))?;
+    let attempt = |tool: &Path, args: &[&str]| -> Option<String> {
+        let out = Command::new(tool).args(args).arg(&file).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let sass = libs::find_tool("cuobjdump")
+        .and_then(|t| attempt(&t, &["--dump-sass"]))
+        .or_else(|| libs::find_tool("nvdisasm").and_then(|t| attempt(&t, &["-c"])));
+    let _ = std::fs::remove_file(&file);
+    sass.ok_or_else(|| {
+        Error::Other(
+            "--emit sass needs cuobjdump or nvdisasm (CUDA toolkit, or `pip install nvidia-cuda-cuobjdump`)".into(),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_locations_become_file_colon_line() {
+        let log = "steps/step01_naive/kernel.cu(12): error: identifier \"x\" is undefined\n1 error detected";
+        assert_eq!(
+            editor_locations(log),
+            "steps/step01_naive/kernel.cu:12: error: identifier \"x\" is undefined\n1 error detected"
+        );
+    }
+
+    #[test]
+    fn reads_ptxas_verbose_lines() {
+        let log = "ptxas info    : Compiling entry function 'gemm' for 'sm_90'\n\
+                   ptxas info    : Function properties for gemm\n    \
+                   16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n\
+                   ptxas info    : Used 128 registers, used 1 barriers, 8448 bytes smem";
+        let report = parse_ptxas_report(log);
+        assert_eq!(report.registers, Some(128));
+        assert_eq!(report.spill_bytes, 16);
+        assert_eq!(report.stack_bytes, 16);
+    }
+}

@@ -1,0 +1,144 @@
+//! The step contract: what each step registers with the harness.
+//!
+//! A step names its kernel files (one per architecture family), how each is launched, and which step
+//! came before it. Because the registry lives in the library, any step's binary can compile and run
+//! its predecessor for verification.
+
+use crate::arch::Arch;
+use crate::problem::Shape;
+use cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg};
+
+/// Which GPUs a kernel file is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Targets {
+    /// CUDA-core code: compiled for the device's own plain `sm_XY` (compute capability 8.0 or newer).
+    AnyGpu,
+    /// Hopper twin: wgmma, TMA, clusters; `sm_90a` only.
+    Hopper,
+    /// The seeds' Blackwell design: tcgen05, TMEM; `sm_100a` only. Assembled in the tests, not run here.
+    Blackwell,
+}
+
+impl Targets {
+    /// Whether this file serves a device of the given compute capability.
+    pub fn serves(&self, major: u32, minor: u32) -> bool {
+        match self {
+            Targets::AnyGpu => major >= 8,
+            Targets::Hopper => (major, minor) == (9, 0),
+            Targets::Blackwell => (major, minor) == (10, 0),
+        }
+    }
+
+    /// The architecture to compile for on a device of compute capability `major.minor`.
+    pub fn arch_for_device(&self, major: u32, minor: u32) -> Arch {
+        match self {
+            Targets::AnyGpu => Arch::of_device(major, minor),
+            Targets::Hopper => Arch::SM90A,
+            Targets::Blackwell => Arch::SM100A,
+        }
+    }
+
+    /// Whether `--emit --arch` may compile this file for `arch`.
+    pub fn compiles_for(&self, arch: Arch) -> bool {
+        match self {
+            Targets::AnyGpu => !arch.arch_specific && arch.major >= 8,
+            Targets::Hopper => arch == Arch::SM90A,
+            Targets::Blackwell => arch == Arch::SM100A,
+        }
+    }
+
+    /// Every architecture the tests compile and assemble this file for.
+    pub fn claimed_archs(&self) -> &'static [Arch] {
+        match self {
+            Targets::AnyGpu => &[Arch::SM80, Arch::SM90, Arch::SM100],
+            Targets::Hopper => &[Arch::SM90A],
+            Targets::Blackwell => &[Arch::SM100A],
+        }
+    }
+
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Targets::AnyGpu => "a CUDA GPU of compute capability 8.0 or newer",
+            Targets::Hopper => "a Hopper GPU (sm_90a: H100, H200)",
+            Targets::Blackwell => "a Blackwell datacenter GPU (sm_100a: B200)",
+        }
+    }
+}
+
+/// Device pointers and shape handed to a launch. Pointers are raw so that the timing loop can rotate
+/// through input sets without re-borrowing buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct GemmOperands {
+    /// `A`, M×K row-major bf16.
+    pub a: u64,
+    /// `B`, N×K row-major bf16.
+    pub b: u64,
+    /// `C`, M×N row-major bf16.
+    pub c: u64,
+    pub shape: Shape,
+}
+
+/// Enqueues one GEMM on `stream`. This is where a step says its grid, block and shared memory.
+pub type LaunchFn = fn(&CudaFunction, &CudaStream, &GemmOperands) -> Result<(), DriverError>;
+
+/// One kernel source file and how to launch it.
+pub struct KernelFile {
+    /// Path from the crate root, for messages and the book (`steps/step01_naive/kernel.cu`).
+    pub path: &'static str,
+    /// The file's text, embedded so that a binary carried to another machine still runs.
+    pub source: &'static str,
+    pub targets: Targets,
+    /// The `extern "C" __global__` function to launch.
+    pub entry: &'static str,
+    /// Compile-time constants the Rust side owns, passed to NVRTC as `-DNAME=value`.
+    pub defines: &'static [(&'static str, u64)],
+    /// Dynamic shared memory the kernel may ask for; above 48 KiB the loader raises the function's limit.
+    pub max_dynamic_smem: u32,
+    pub launch: LaunchFn,
+}
+
+/// A rung of the ladder.
+pub struct Step {
+    /// 1 ..= 11; the binary is `step{id:02}`.
+    pub id: u8,
+    /// Folder suffix and short name: `naive`, `smem_tiling`, ...
+    pub name: &'static str,
+    /// One line for tables and the book.
+    pub title: &'static str,
+    /// The step this one is verified against (`None` for step01: it is checked against the CPU).
+    pub predecessor: Option<u8>,
+    pub kernels: &'static [KernelFile],
+}
+
+impl Step {
+    /// `step03`.
+    pub fn binary(&self) -> String {
+        format!("step{:02}", self.id)
+    }
+
+    /// The kernel file that serves a device of compute capability `major.minor`, if any.
+    pub fn kernel_for_device(&self, major: u32, minor: u32) -> Option<&KernelFile> {
+        self.kernels.iter().find(|k| k.targets.serves(major, minor))
+    }
+
+    /// What this step can run on, for the refusal message.
+    pub fn needs(&self) -> String {
+        let list: Vec<&str> = self.kernels.iter().map(|k| k.targets.describe()).collect();
+        list.join(" or ")
+    }
+}
+
+/// Enqueues a kernel of the CUDA-core steps' signature, `gemm(A, B, C, M, N, K)`, with `config`.
+pub fn launch_with_pointers(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    ops: &GemmOperands,
+    config: LaunchConfig,
+) -> Result<(), DriverError> {
+    let (m, n, k) = (ops.shape.m as i32, ops.shape.n as i32, ops.shape.k as i32);
+    let mut args = stream.launch_builder(function);
+    args.arg(&ops.a).arg(&ops.b).arg(&ops.c).arg(&m).arg(&n).arg(&k);
+    // SAFETY: the argument list matches the signature above; the pointers address buffers of the
+    // sizes `ops.shape` implies.
+    unsafe { args.launch(config) }.map(|_| ())
+}

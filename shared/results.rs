@@ -1,0 +1,514 @@
+//! The results files: `book/src/results/<gpu>.json`, one per GPU model, written only by the program.
+//!
+//! Every run of a step adds or replaces its record (keyed by step and shape) in the file of the GPU it
+//! ran on. The book's tables and the ladder figure are generated from these files and from nothing
+//! else, so a number in the book can always be traced back to a run.
+
+use crate::error::{Error, Result};
+use crate::problem::Shape;
+use crate::verify::Check;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The GPU and software a results file was measured with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// As the driver names it: `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// `9.0`.
+    pub compute_capability: String,
+    pub sms: u32,
+    pub l2_bytes: u64,
+    pub memory_bytes: u64,
+    /// Maximum SM clock, when the driver reports it.
+    pub sm_clock_mhz: Option<u32>,
+    /// Maximum memory clock, when the driver reports it.
+    pub mem_clock_mhz: Option<u32>,
+    /// CUDA driver API version: `13.0`.
+    pub driver: String,
+    /// NVRTC version: `13.0`.
+    pub nvrtc: String,
+}
+
+/// How long one GEMM took, over `runs` timed launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub runs: u32,
+    /// `2·M·N·K / median`, in 10¹² floating-point operations per second.
+    pub tflops: f64,
+}
+
+impl Timing {
+    /// Summarises per-launch times (milliseconds) of a GEMM of `shape`. `None` for no samples or a
+    /// sample that is not a positive finite time.
+    pub fn from_samples(samples_ms: &[f64], shape: &Shape) -> Option<Timing> {
+        if samples_ms.is_empty() || samples_ms.iter().any(|t| !t.is_finite() || *t <= 0.0) {
+            return None;
+        }
+        let mut sorted = samples_ms.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median_ms = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+        };
+        Some(Timing {
+            median_ms,
+            min_ms: sorted[0],
+            max_ms: sorted[n - 1],
+            runs: n as u32,
+            tflops: tflops(shape, median_ms),
+        })
+    }
+}
+
+/// `2·M·N·K` flops in `ms` milliseconds, in TFLOPS.
+pub fn tflops(shape: &Shape, ms: f64) -> f64 {
+    shape.flops() / (ms * 1e-3) / 1e12
+}
+
+/// `x` with `digits` significant digits, for tables and figure labels: `812`, `12.3`, `0.912`,
+/// and exponent form outside [10⁻³, 10⁶): `1.25e-3`.
+pub fn significant(x: f64, digits: usize) -> String {
+    let digits = digits.max(1);
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    if !(-3..6).contains(&magnitude) {
+        return format!("{:.*e}", digits - 1, x);
+    }
+    let decimals = (digits as i32 - 1 - magnitude).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// One measured run of one step at one shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// 1 ..= 11.
+    pub step: u8,
+    /// `naive`, `smem_tiling`, ...
+    pub name: String,
+    pub title: String,
+    /// The architecture the kernel was compiled for: `sm_90`, `sm_90a`.
+    pub arch: String,
+    /// The kernel file, from the crate root: `steps/step01_naive/kernel.cu`.
+    pub kernel: String,
+    pub shape: Shape,
+    pub seed: u64,
+    /// When it ran, UTC, RFC 3339: `2025-11-21T04:26:00Z`.
+    pub date: String,
+    /// `git describe`-style revision of the crate, or `unknown`.
+    pub git: String,
+    pub time: Timing,
+    /// cuBLAS, bf16 in and out, fp32 compute, on the same inputs, timed the same way.
+    pub cublas_bf16: Timing,
+    /// cuBLAS SGEMM on fp32 copies of the same values (CUDA-core steps only).
+    pub cublas_sgemm: Option<Timing>,
+    /// `time.tflops / cublas_bf16.tflops`: 1 means as fast as cuBLAS, 0.5 half as fast.
+    pub ratio_bf16: f64,
+    /// `time.tflops / cublas_sgemm.tflops`.
+    pub ratio_sgemm: Option<f64>,
+    /// Every comparison made on this run's output.
+    pub checks: Vec<Check>,
+    /// Registers per thread, from the loaded function's attributes.
+    pub registers: Option<u32>,
+    pub static_smem_bytes: Option<u32>,
+    pub dynamic_smem_bytes: u32,
+    /// Local memory per thread (register spills), in bytes.
+    pub local_bytes: Option<u32>,
+}
+
+impl StepRecord {
+    /// `step03`.
+    pub fn step_id(&self) -> String {
+        format!("step{:02}", self.step)
+    }
+
+    /// `03 register_tiling`: how the figure and tables label a step.
+    pub fn label(&self) -> String {
+        format!("{:02} {}", self.step, self.name)
+    }
+
+    /// Shared memory per block: static (when known) plus dynamic.
+    pub fn smem_bytes(&self) -> u32 {
+        self.static_smem_bytes.unwrap_or(0) + self.dynamic_smem_bytes
+    }
+
+    fn key(&self) -> (u8, Shape) {
+        (self.step, self.shape)
+    }
+}
+
+/// Everything measured on one GPU model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultsFile {
+    pub device: DeviceInfo,
+    pub records: Vec<StepRecord>,
+}
+
+impl ResultsFile {
+    /// The file-name stem this file is stored under.
+    pub fn slug(&self) -> String {
+        slug(&self.device.name)
+    }
+
+    /// Adds `new` records, replacing any with the same (step, shape), and sorts by (step, shape).
+    /// When `new` itself repeats a key, the last one wins.
+    pub fn merge(&mut self, new: &[StepRecord]) {
+        for record in new {
+            match self.records.iter_mut().find(|r| r.key() == record.key()) {
+                Some(old) => *old = record.clone(),
+                None => self.records.push(record.clone()),
+            }
+        }
+        self.records.sort_by_key(|r| r.key());
+    }
+}
+
+/// A file-name-safe form of a GPU name: `NVIDIA H100 80GB HBM3` → `nvidia-h100-80gb-hbm3`.
+/// Lower-case ASCII letters and digits, every other run of characters one `-`, none at either end.
+pub fn slug(device_name: &str) -> String {
+    let mut out = String::with_capacity(device_name.len());
+    for c in device_name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    if out.is_empty() {
+        out.push_str("unknown-gpu");
+    }
+    out
+}
+
+/// `book/src/results`.
+pub fn results_dir(book_dir: &Path) -> PathBuf {
+    book_dir.join("src").join("results")
+}
+
+/// `book/src/results/<slug>.json`.
+pub fn results_path(book_dir: &Path, device_name: &str) -> PathBuf {
+    results_dir(book_dir).join(format!("{}.json", slug(device_name)))
+}
+
+/// Adds `records` to the results file of `device` (creating it if needed), replacing records of the
+/// same (step, shape), updates the device information, and writes the file atomically. Returns its path.
+pub fn record(book_dir: &Path, device: &DeviceInfo, records: &[StepRecord]) -> Result<PathBuf> {
+    let path = results_path(book_dir, &device.name);
+    let mut file = if path.exists() {
+        load(&path)?
+    } else {
+        ResultsFile { device: device.clone(), records: Vec::new() }
+    };
+    file.device = device.clone();
+    file.merge(records);
+    write_atomic(&path, &file)?;
+    Ok(path)
+}
+
+/// Reads one results file; a file that does not parse is an error that names it.
+pub fn load(path: &Path) -> Result<ResultsFile> {
+    let text = std::fs::read_to_string(path).map_err(Error::io(format!("reading {}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::Other(format!(
+            "results file {} is malformed ({e}); it is written by the program only: delete it and run the steps again",
+            path.display()
+        ))
+    })
+}
+
+/// Every results file under `book/src/results`, in file-name order. No folder means no results.
+pub fn load_all(book_dir: &Path) -> Result<Vec<ResultsFile>> {
+    let dir = results_dir(book_dir);
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(&dir).map_err(Error::io(format!("listing {}", dir.display())))? {
+        let entry = entry.map_err(Error::io(format!("listing {}", dir.display())))?;
+        let path = entry.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == "json") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    paths.iter().map(|p| load(p)).collect()
+}
+
+/// Pretty JSON that reads back to the same text. serde_json's default float parser may land one unit
+/// in the last place away from the printed value, which would make the next save of an untouched
+/// record print different digits; printing what was read back until nothing changes avoids that churn.
+fn stable_json(file: &ResultsFile) -> serde_json::Result<String> {
+    let mut text = serde_json::to_string_pretty(file)?;
+    for _ in 0..4 {
+        let again = serde_json::to_string_pretty(&serde_json::from_str::<ResultsFile>(&text)?)?;
+        if again == text {
+            break;
+        }
+        text = again;
+    }
+    Ok(text)
+}
+
+/// Pretty JSON with a trailing newline, written to a temporary file beside `path` and renamed over it,
+/// so that a reader never sees half a file.
+fn write_atomic(path: &Path, file: &ResultsFile) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
+    let mut text = stable_json(file)
+        .map_err(|e| Error::Other(format!("serialising the results for {}: {e}", path.display())))?;
+    text.push('\n');
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("results.json");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text).map_err(Error::io(format!("writing {}", tmp.display())))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::Io { context: format!("replacing {}", path.display()), source: e }
+    })
+}
+
+/// The current time, UTC, as RFC 3339 with whole seconds: `2025-11-21T04:26:07Z`.
+pub fn utc_now_rfc3339() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    rfc3339_from_unix(secs as i64)
+}
+
+/// Seconds since 1970-01-01T00:00:00Z → RFC 3339 (proleptic Gregorian calendar, UTC).
+pub fn rfc3339_from_unix(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let in_day = secs.rem_euclid(86_400);
+    let (year, month, day) = civil_date(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        in_day / 3600,
+        in_day % 3600 / 60,
+        in_day % 60
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), by walking whole years and then months.
+/// A timestamp is a few decades from 1970, so the walk is short.
+fn civil_date(days_since_epoch: i64) -> (i64, u32, u32) {
+    fn is_leap(year: i64) -> bool {
+        (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    }
+    fn year_days(year: i64) -> i64 {
+        if is_leap(year) {
+            366
+        } else {
+            365
+        }
+    }
+    let mut year = 1970;
+    let mut day = days_since_epoch;
+    while day < 0 {
+        year -= 1;
+        day += year_days(year);
+    }
+    while day >= year_days(year) {
+        day -= year_days(year);
+        year += 1;
+    }
+    let february = if is_leap(year) { 29 } else { 28 };
+    let lengths = [31, february, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let mut month = 0;
+    while day >= lengths[month] {
+        day -= lengths[month];
+        month += 1;
+    }
+    (year, month as u32 + 1, day as u32 + 1)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn device(name: &str) -> DeviceInfo {
+        DeviceInfo {
+            name: name.into(),
+            compute_capability: "9.0".into(),
+            sms: 132,
+            l2_bytes: 50 * 1024 * 1024,
+            memory_bytes: 80 * 1024 * 1024 * 1024,
+            sm_clock_mhz: Some(1980),
+            mem_clock_mhz: Some(2619),
+            driver: "13.0".into(),
+            nvrtc: "13.0".into(),
+        }
+    }
+
+    fn timing(shape: Shape, ms: f64) -> Timing {
+        Timing { median_ms: ms, min_ms: ms * 0.98, max_ms: ms * 1.05, runs: 50, tflops: tflops(&shape, ms) }
+    }
+
+    /// A record whose kernel takes `ms` milliseconds; cuBLAS bf16 takes 0.2 ms per 4096³.
+    pub(crate) fn record_of(step: u8, name: &str, size: usize, ms: f64) -> StepRecord {
+        let shape = Shape::square(size);
+        let scale = (size as f64 / 4096.0).powi(3);
+        let time = timing(shape, ms);
+        let cublas_bf16 = timing(shape, 0.2 * scale);
+        let cublas_sgemm = (step <= 3).then(|| timing(shape, 2.4 * scale));
+        StepRecord {
+            step,
+            name: name.into(),
+            title: format!("step {step}"),
+            arch: "sm_90".into(),
+            kernel: format!("steps/step{step:02}_{name}/kernel.cu"),
+            shape,
+            seed: 42,
+            date: "2025-11-21T04:26:00Z".into(),
+            git: "abc1234".into(),
+            ratio_bf16: time.tflops / cublas_bf16.tflops,
+            ratio_sgemm: cublas_sgemm.as_ref().map(|s| time.tflops / s.tflops),
+            time,
+            cublas_bf16,
+            cublas_sgemm,
+            checks: vec![Check {
+                against: "cuBLAS bf16".into(),
+                compared: (size * size) as u64,
+                rel_fro: 1.25e-3,
+                max_abs: 0.0625,
+                rel_fro_bound: 1e-2,
+                elementwise_bound: "|d| <= 2^-7·|ref| + 1e-3·rms(ref)".into(),
+                passed: true,
+                first_failure: None,
+            }],
+            registers: Some(40),
+            static_smem_bytes: Some(8192),
+            dynamic_smem_bytes: 0,
+            local_bytes: Some(0),
+        }
+    }
+
+    #[test]
+    fn slugs_are_lower_case_and_dashed() {
+        assert_eq!(slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
+        assert_eq!(slug("NVIDIA H200"), "nvidia-h200");
+        assert_eq!(slug("  NVIDIA  GeForce RTX 4090 (laptop) "), "nvidia-geforce-rtx-4090-laptop");
+        assert_eq!(slug("NVIDIA H100 PCIe/MIG 1g.10gb"), "nvidia-h100-pcie-mig-1g-10gb");
+        assert_eq!(slug("???"), "unknown-gpu");
+    }
+
+    #[test]
+    fn dates_of_known_timestamps() {
+        assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(951_868_799), "2000-02-29T23:59:59Z");
+        assert_eq!(rfc3339_from_unix(1_234_567_890), "2009-02-13T23:31:30Z");
+        assert_eq!(rfc3339_from_unix(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(rfc3339_from_unix(1_735_689_599), "2024-12-31T23:59:59Z");
+        assert_eq!(rfc3339_from_unix(4_107_542_400), "2100-03-01T00:00:00Z");
+        assert_eq!(rfc3339_from_unix(-1), "1969-12-31T23:59:59Z");
+        let now = utc_now_rfc3339();
+        assert_eq!(now.len(), 20, "{now}");
+        assert!(now.starts_with("20") && now.ends_with('Z'), "{now}");
+    }
+
+    #[test]
+    fn every_day_of_four_centuries_follows_the_previous() {
+        let mut prev = civil_date(-1);
+        for day in 0..146_097 {
+            let (y, m, d) = civil_date(day);
+            let (py, pm, pd) = prev;
+            let next_day = (y, m, d) == (py, pm, pd + 1);
+            let next_month = d == 1 && ((y, m) == (py, pm + 1) || (y, m, pm) == (py + 1, 1, 12));
+            assert!(next_day || next_month, "{prev:?} then {:?}", (y, m, d));
+            prev = (y, m, d);
+        }
+    }
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(significant(812.4, 3), "812");
+        assert_eq!(significant(12.34, 3), "12.3");
+        assert_eq!(significant(0.9123, 3), "0.912");
+        assert_eq!(significant(0.00125, 3), "0.00125");
+        assert_eq!(significant(0.000125, 3), "1.25e-4");
+        assert_eq!(significant(0.0, 3), "0");
+        assert_eq!(significant(-2.5, 2), "-2.5");
+        assert_eq!(significant(123456.0, 3), "123456");
+    }
+
+    #[test]
+    fn timing_summarises_samples() {
+        let shape = Shape::square(4096);
+        let t = Timing::from_samples(&[3.0, 1.0, 2.0, 4.0], &shape).unwrap();
+        assert_eq!((t.median_ms, t.min_ms, t.max_ms, t.runs), (2.5, 1.0, 4.0, 4));
+        assert!((t.tflops - shape.flops() / 2.5e-3 / 1e12).abs() < 1e-9);
+        assert!(Timing::from_samples(&[], &shape).is_none());
+        assert!(Timing::from_samples(&[1.0, f64::NAN], &shape).is_none());
+    }
+
+    #[test]
+    fn record_merges_replaces_and_sorts() {
+        let dir = tempfile::tempdir().unwrap();
+        let book = dir.path();
+        let dev = device("NVIDIA H100 80GB HBM3");
+        let path = record(book, &dev, &[record_of(2, "smem_tiling", 4096, 30.0), record_of(1, "naive", 4096, 90.0)])
+            .unwrap();
+        assert_eq!(path, book.join("src/results/nvidia-h100-80gb-hbm3.json"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with("}\n"));
+
+        // Same (step, shape) replaces; another shape of the same step is added; device info is updated.
+        let mut dev2 = dev.clone();
+        dev2.driver = "13.1".into();
+        record(book, &dev2, &[record_of(2, "smem_tiling", 4096, 20.0), record_of(2, "smem_tiling", 8192, 170.0)])
+            .unwrap();
+        let files = load_all(book).unwrap();
+        assert_eq!(files.len(), 1);
+        let file = &files[0];
+        assert_eq!(file.device.driver, "13.1");
+        let keys: Vec<(u8, usize, f64)> =
+            file.records.iter().map(|r| (r.step, r.shape.m, r.time.median_ms)).collect();
+        assert_eq!(keys, vec![(1, 4096, 90.0), (2, 4096, 20.0), (2, 8192, 170.0)]);
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(results_dir(book)).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn round_trip_and_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let book = dir.path();
+        let a = vec![record_of(3, "register_tiling", 4096, 5.0)];
+        record(book, &device("NVIDIA H200"), &a).unwrap();
+        record(book, &device("NVIDIA H100 80GB HBM3"), &a).unwrap();
+        let files = load_all(book).unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.device.name.as_str()).collect();
+        assert_eq!(names, ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]);
+        assert_eq!(files[1].device, device("NVIDIA H200"));
+        assert_eq!(files[1].records.len(), 1);
+        let back = &files[1].records[0];
+        assert_eq!((back.step, &back.name, back.shape, &back.checks), (3, &a[0].name, a[0].shape, &a[0].checks));
+        assert!((back.time.tflops - a[0].time.tflops).abs() <= 1e-12 * a[0].time.tflops);
+        // Loading and saving again leaves the file byte-identical (no churn in records not re-run).
+        let path = results_path(book, "NVIDIA H200");
+        let before = std::fs::read(&path).unwrap();
+        record(book, &device("NVIDIA H200"), &[]).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn malformed_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(load_all(dir.path()).unwrap().is_empty());
+        std::fs::create_dir_all(results_dir(dir.path())).unwrap();
+        std::fs::write(results_dir(dir.path()).join("broken.json"), "{ not json").unwrap();
+        let err = load_all(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("broken.json"), "{err}");
+        assert!(record(dir.path(), &device("broken"), &[]).is_err());
+    }
+}

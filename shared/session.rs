@@ -1,0 +1,380 @@
+//! A session: one GPU, one shape, one seed. It compiles steps on demand, keeps every output it
+//! computed (so step N is checked against step N−1 without running anything twice), and times.
+
+use crate::arch::Arch;
+use crate::cublas::Cublas;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::nvrtc::{self, Output};
+use crate::problem::{Inputs, Shape};
+use crate::registry::{GemmOperands, KernelFile, LaunchFn, Step};
+use crate::results::{StepRecord, Timing};
+use crate::verify::{self, Bounds, Check, Reference};
+use crate::{steps, timing};
+use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
+use half::bf16;
+use half::slice::HalfFloatSliceExt;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// bf16 NaN: every output is filled with it before a run, so an unwritten element cannot pass.
+const POISON: u16 = 0x7FC0;
+
+/// A step's kernel, compiled and loaded for this GPU.
+pub struct LoadedKernel {
+    pub step: &'static Step,
+    pub file: &'static KernelFile,
+    pub arch: Arch,
+    pub function: CudaFunction,
+    pub compile_ms: f64,
+    pub registers: Option<u32>,
+    pub static_smem_bytes: Option<u32>,
+    pub local_bytes: Option<u32>,
+}
+
+/// Options that shape a run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Verify only: no timing, nothing recorded.
+    pub check_only: bool,
+    /// Timed launches per measurement (`None`: about a second's worth).
+    pub iters: Option<u32>,
+}
+
+/// What one step's run produced.
+pub struct StepOutcome {
+    pub checks: Vec<Check>,
+    pub record: Option<StepRecord>,
+}
+
+/// Device copies of the inputs. Several identical copies, together bigger than L2, are rotated
+/// through while timing so that each launch reads its operands from device memory.
+struct DeviceInputs {
+    a: Vec<CudaSlice<u16>>,
+    b: Vec<CudaSlice<u16>>,
+}
+
+pub struct Session {
+    pub gpu: Gpu,
+    pub shape: Shape,
+    pub inputs: Inputs,
+    cublas: Cublas,
+    device: DeviceInputs,
+    fp32: Option<(Vec<CudaSlice<f32>>, Vec<CudaSlice<f32>>, CudaSlice<f32>)>,
+    c: CudaSlice<u16>,
+    kernels: HashMap<u8, LoadedKernel>,
+    outputs: HashMap<u8, Vec<bf16>>,
+    cublas_output: Option<Vec<bf16>>,
+    cpu_reference: Option<Reference>,
+    cublas_timings: Option<(Timing, Timing)>,
+}
+
+fn ptr<T>(slice: &CudaSlice<T>, gpu: &Gpu) -> u64 {
+    let (address, _sync) = slice.device_ptr(&gpu.stream);
+    address
+}
+
+/// How many copies of the inputs to rotate through: together at least three times L2.
+fn input_copies(gpu: &Gpu, bytes_per_copy: u64) -> usize {
+    (3 * gpu.l2_bytes).div_ceil(bytes_per_copy.max(1)).clamp(2, 64) as usize
+}
+
+impl Session {
+    pub fn new(gpu: Gpu, shape: Shape, seed: u64) -> Result<Session> {
+        if let Some(rule) = shape.contract_violation() {
+            return Err(Error::Shape { step: "the harness".into(), m: shape.m, n: shape.n, k: shape.k, rule });
+        }
+        let inputs = Inputs::generate(shape, seed);
+        let bytes_per_copy = 2 * (shape.m * shape.k + shape.n * shape.k) as u64;
+        let copies = input_copies(&gpu, bytes_per_copy);
+        // bf16 copies, fp32 copies for SGEMM (twice the bytes), and the outputs.
+        let needed = copies as u64 * bytes_per_copy * 3 + 6 * (shape.m * shape.n) as u64;
+        let free = gpu.free_bytes()? as u64;
+        if needed > free * 9 / 10 {
+            return Err(Error::OutOfMemory(format!(
+                "{shape} with {copies} input copies needs {:.1} GiB, the GPU has {:.1} GiB free",
+                needed as f64 / (1u64 << 30) as f64,
+                free as f64 / (1u64 << 30) as f64
+            )));
+        }
+        let cublas = Cublas::new(gpu.stream.clone())?;
+        let upload = |host: &[bf16]| -> Result<Vec<CudaSlice<u16>>> {
+            let first = gpu.stream.clone_htod(host.reinterpret_cast()).map_err(Error::cuda("uploading inputs"))?;
+            let mut all = vec![first];
+            for _ in 1..copies {
+                let copy = gpu.stream.clone_dtod(&all[0]).map_err(Error::cuda("copying inputs"))?;
+                all.push(copy);
+            }
+            Ok(all)
+        };
+        let device = DeviceInputs { a: upload(&inputs.a)?, b: upload(&inputs.b)? };
+        // SAFETY: poisoned before every use.
+        let c = unsafe { gpu.stream.alloc::<u16>(shape.m * shape.n) }.map_err(Error::cuda("allocating C"))?;
+        Ok(Session {
+            gpu,
+            shape,
+            inputs,
+            cublas,
+            device,
+            fp32: None,
+            c,
+            kernels: HashMap::new(),
+            outputs: HashMap::new(),
+            cublas_output: None,
+            cpu_reference: None,
+            cublas_timings: None,
+        })
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.inputs.seed
+    }
+
+    fn operands(&self, set: usize) -> GemmOperands {
+        let set = set % self.device.a.len();
+        GemmOperands {
+            a: ptr(&self.device.a[set], &self.gpu),
+            b: ptr(&self.device.b[set], &self.gpu),
+            c: ptr(&self.c, &self.gpu),
+            shape: self.shape,
+        }
+    }
+
+    /// Compiles and loads step `id` for this GPU (once), or says why it cannot run here.
+    pub fn kernel(&mut self, id: u8) -> Result<&LoadedKernel> {
+        if !self.kernels.contains_key(&id) {
+            let loaded = load_kernel(&self.gpu, steps::get(id)?, self.shape)?;
+            self.kernels.insert(id, loaded);
+        }
+        Ok(&self.kernels[&id])
+    }
+
+    fn poison_c(&self) -> Result<()> {
+        let (address, _sync) = self.c.device_ptr(&self.gpu.stream);
+        // SAFETY: fills exactly C's elements, on our stream.
+        unsafe {
+            cudarc::driver::sys::cuMemsetD16Async(address, POISON, self.c.len(), self.gpu.stream.cu_stream())
+        }
+        .result()
+        .map_err(Error::cuda("poisoning C"))
+    }
+
+    fn read_c(&self, what: &str) -> Result<Vec<bf16>> {
+        self.gpu.finish(what)?;
+        let bits = self.gpu.stream.clone_dtoh(&self.c).map_err(Error::cuda(format!("reading back {what}")))?;
+        Ok(bits.into_iter().map(bf16::from_bits).collect())
+    }
+
+    /// Step `id`'s output on the first input set, computed once.
+    pub fn output_of(&mut self, id: u8) -> Result<&[bf16]> {
+        if !self.outputs.contains_key(&id) {
+            self.kernel(id)?;
+            self.poison_c()?;
+            let ops = self.operands(0);
+            let kernel = &self.kernels[&id];
+            let what = kernel.step.binary();
+            (kernel.file.launch)(&kernel.function, &self.gpu.stream, &ops)
+                .map_err(Error::cuda(format!("launching {what}")))?;
+            let out = self.read_c(&what)?;
+            self.outputs.insert(id, out);
+        }
+        Ok(&self.outputs[&id])
+    }
+
+    /// Runs any loaded kernel with `launch` on the first input set and returns its output
+    /// (used by the tests to feed the checker deliberately wrong kernels).
+    pub fn run_function(&mut self, function: &CudaFunction, launch: LaunchFn, what: &str) -> Result<Vec<bf16>> {
+        self.poison_c()?;
+        let ops = self.operands(0);
+        launch(function, &self.gpu.stream, &ops).map_err(Error::cuda(format!("launching {what}")))?;
+        self.read_c(what)
+    }
+
+    /// cuBLAS bf16's output on the first input set, computed once.
+    pub fn cublas_output(&mut self) -> Result<&[bf16]> {
+        if self.cublas_output.is_none() {
+            self.poison_c()?;
+            let ops = self.operands(0);
+            self.cublas.gemm_bf16(ops.a, ops.b, ops.c, self.shape)?;
+            self.cublas_output = Some(self.read_c("cuBLAS bf16")?);
+        }
+        Ok(self.cublas_output.as_deref().expect("just computed"))
+    }
+
+    /// The CPU f64 reference (full for small shapes, sampled for large), computed once.
+    pub fn cpu_reference(&mut self) -> &Reference {
+        let (inputs, shape) = (&self.inputs, self.shape);
+        self.cpu_reference.get_or_insert_with(|| verify::cpu_reference(&inputs.a, &inputs.b, shape))
+    }
+
+    /// Every check step `id` must pass: its predecessor (or the CPU for step01) and cuBLAS bf16.
+    pub fn verify(&mut self, id: u8) -> Result<Vec<Check>> {
+        let step = steps::get(id)?;
+        let shape = self.shape;
+        let mut checks = Vec::new();
+        self.output_of(id)?;
+        match step.predecessor {
+            Some(previous) => {
+                let reference = Reference::Bf16(self.output_of(previous)?.to_vec());
+                let got = &self.outputs[&id];
+                checks.push(verify::compare(&format!("step{previous:02}"), got, &reference, shape, &Bounds::gpu_vs_gpu()));
+            }
+            None => {
+                self.cpu_reference();
+                let got = &self.outputs[&id];
+                let reference = self.cpu_reference.as_ref().expect("just computed");
+                checks.push(verify::compare("CPU f64", got, reference, shape, &Bounds::gpu_vs_exact()));
+            }
+        }
+        let reference = Reference::Bf16(self.cublas_output()?.to_vec());
+        let got = &self.outputs[&id];
+        checks.push(verify::compare("cuBLAS bf16", got, &reference, shape, &Bounds::gpu_vs_gpu()));
+        Ok(checks)
+    }
+
+    /// Enqueues step `id` (already loaded with [`Session::kernel`]) on input set `set`.
+    pub fn launch(&self, id: u8, set: usize) -> Result<()> {
+        let kernel = self.kernels.get(&id).ok_or_else(|| Error::Other(format!("step {id:02} is not loaded")))?;
+        (kernel.file.launch)(&kernel.function, &self.gpu.stream, &self.operands(set))
+            .map_err(Error::cuda(format!("launching {}", kernel.step.binary())))
+    }
+
+    /// Enqueues cuBLAS bf16 on input set `set`.
+    pub fn launch_cublas_bf16(&self, set: usize) -> Result<()> {
+        let ops = self.operands(set);
+        self.cublas.gemm_bf16(ops.a, ops.b, ops.c, self.shape)
+    }
+
+    /// Times step `id`.
+    pub fn time_step(&mut self, id: u8, iters: Option<u32>) -> Result<Timing> {
+        let what = self.kernel(id)?.step.binary();
+        let this = &*self;
+        timing::measure(&this.gpu, &what, this.shape, iters, &mut |i| this.launch(id, i))
+    }
+
+    /// Times cuBLAS bf16 and cuBLAS SGEMM (on fp32 copies of the same values), once per session.
+    pub fn cublas_timings(&mut self, iters: Option<u32>) -> Result<(Timing, Timing)> {
+        if let Some(t) = &self.cublas_timings {
+            return Ok(t.clone());
+        }
+        let bf16_timing = {
+            let this = &*self;
+            timing::measure(&this.gpu, "cuBLAS bf16", this.shape, iters, &mut |i| this.launch_cublas_bf16(i))?
+        };
+        if self.fp32.is_none() {
+            let copies = self.device.a.len();
+            let upload = |host: &[bf16]| -> Result<Vec<CudaSlice<f32>>> {
+                let wide: Vec<f32> = host.iter().map(|v| v.to_f32()).collect();
+                (0..copies)
+                    .map(|_| self.gpu.stream.clone_htod(&wide).map_err(Error::cuda("uploading fp32 inputs")))
+                    .collect()
+            };
+            let (a, b) = (upload(&self.inputs.a)?, upload(&self.inputs.b)?);
+            // SAFETY: SGEMM writes every element before anyone reads it; nothing verifies this buffer.
+            let c = unsafe { self.gpu.stream.alloc::<f32>(self.shape.m * self.shape.n) }
+                .map_err(Error::cuda("allocating fp32 C"))?;
+            self.fp32 = Some((a, b, c));
+        }
+        let sgemm_timing = {
+            let this = &*self;
+            let (a, b, c) = this.fp32.as_ref().expect("just made");
+            timing::measure(&this.gpu, "cuBLAS SGEMM", this.shape, iters, &mut |i| {
+                let i = i % a.len();
+                this.cublas.sgemm(ptr(&a[i], &this.gpu), ptr(&b[i], &this.gpu), ptr(c, &this.gpu), this.shape)
+            })?
+        };
+        self.cublas_timings = Some((bf16_timing.clone(), sgemm_timing.clone()));
+        Ok((bf16_timing, sgemm_timing))
+    }
+
+    /// The whole contract for one step: compile, verify, and unless `check_only`, time and describe.
+    pub fn run_step(&mut self, id: u8, options: &RunOptions) -> Result<StepOutcome> {
+        let checks = self.verify(id)?;
+        if let Some(failed) = checks.iter().find(|c| !c.passed) {
+            crate::report::print_checks(steps::get(id)?, self.shape, &checks);
+            return Err(Error::Verification(verify::failure_line(&steps::get(id)?.binary(), failed)));
+        }
+        if options.check_only {
+            return Ok(StepOutcome { checks, record: None });
+        }
+        let time = self.time_step(id, options.iters)?;
+        let (cublas_bf16, cublas_sgemm) = self.cublas_timings(options.iters)?;
+        let kernel = &self.kernels[&id];
+        let record = StepRecord {
+            step: id,
+            name: kernel.step.name.to_string(),
+            title: kernel.step.title.to_string(),
+            arch: kernel.arch.sm(),
+            kernel: kernel.file.path.to_string(),
+            shape: self.shape,
+            seed: self.seed(),
+            date: crate::results::utc_now_rfc3339(),
+            git: crate::GIT_REVISION.to_string(),
+            ratio_bf16: time.tflops / cublas_bf16.tflops,
+            ratio_sgemm: Some(time.tflops / cublas_sgemm.tflops),
+            time,
+            cublas_bf16,
+            cublas_sgemm: Some(cublas_sgemm),
+            checks: checks.clone(),
+            registers: kernel.registers,
+            static_smem_bytes: kernel.static_smem_bytes,
+            dynamic_smem_bytes: kernel.file.max_dynamic_smem,
+            local_bytes: kernel.local_bytes,
+        };
+        Ok(StepOutcome { checks, record: Some(record) })
+    }
+}
+
+/// Compiles the kernel file that serves this GPU, loads it, and reads its resource figures.
+pub fn load_kernel(gpu: &Gpu, step: &'static Step, shape: Shape) -> Result<LoadedKernel> {
+    let file = step.kernel_for_device(gpu.major, gpu.minor).ok_or_else(|| Error::Unsupported {
+        step: step.binary(),
+        needs: step.needs(),
+        found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
+    })?;
+    if let Some(rule) = shape.contract_violation() {
+        return Err(Error::Shape { step: step.binary(), m: shape.m, n: shape.n, k: shape.k, rule });
+    }
+    let started = Instant::now();
+    let (function, arch) = load_file(gpu, file)?;
+    let compile_ms = started.elapsed().as_secs_f64() * 1e3;
+    let attribute = |a: FuncAttr| function.get_attribute(a).ok().map(|v| v as u32);
+    Ok(LoadedKernel {
+        step,
+        file,
+        arch,
+        registers: attribute(FuncAttr::CU_FUNC_ATTRIBUTE_NUM_REGS),
+        static_smem_bytes: attribute(FuncAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+        local_bytes: attribute(FuncAttr::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
+        function,
+        compile_ms,
+    })
+}
+
+/// Compiles one kernel file for this GPU with NVRTC and loads its entry function.
+pub fn load_file(gpu: &Gpu, file: &KernelFile) -> Result<(CudaFunction, Arch)> {
+    let arch = file.targets.arch_for_device(gpu.major, gpu.minor);
+    let compiled = nvrtc::compile(file, arch, Output::Cubin)?;
+    if !compiled.log.is_empty() {
+        eprintln!("{} ({arch}): NVRTC says:\n{}", file.path, compiled.log);
+    }
+    let module = gpu
+        .ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.bytes))
+        .map_err(Error::cuda(format!("loading {} for {arch}", file.path)))?;
+    let function = module.load_function(file.entry).map_err(Error::cuda(format!("finding {}", file.entry)))?;
+    if file.max_dynamic_smem > 48 * 1024 {
+        function
+            .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, file.max_dynamic_smem as i32)
+            .map_err(Error::cuda("raising the dynamic shared-memory limit"))?;
+    }
+    Ok((function, arch))
+}
+
+impl Session {
+    /// Ends the session and hands the GPU back for the next shape.
+    pub fn into_gpu(self) -> Gpu {
+        self.gpu
+    }
+}

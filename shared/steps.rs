@@ -1,0 +1,52 @@
+//! Every step of the ladder, in order. Each registration lives in its own step folder (`step.rs`:
+//! which kernel files, how they are launched); this file only lists them.
+
+use crate::error::{Error, Result};
+use crate::registry::Step;
+
+#[path = "../steps/step01_naive/step.rs"]
+pub mod step01_naive;
+#[path = "../steps/step02_smem_tiling/step.rs"]
+pub mod step02_smem_tiling;
+#[path = "../steps/step03_register_tiling/step.rs"]
+pub mod step03_register_tiling;
+
+/// The ladder, bottom rung first.
+pub static ALL: &[&Step] = &[&step01_naive::STEP, &step02_smem_tiling::STEP, &step03_register_tiling::STEP];
+
+/// Step `id`, or a clear refusal.
+pub fn get(id: u8) -> Result<&'static Step> {
+    ALL.iter()
+        .copied()
+        .find(|s| s.id == id)
+        .ok_or_else(|| Error::Usage(format!("there is no step {id:02} (steps 01 to {:02} exist)", ALL.len())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_consecutive_and_each_predecessor_is_the_previous_step() {
+        for (i, step) in ALL.iter().enumerate() {
+            assert_eq!(step.id as usize, i + 1);
+            let expected = if i == 0 { None } else { Some(i as u8) };
+            assert_eq!(step.predecessor, expected, "{}", step.binary());
+            assert!(!step.kernels.is_empty());
+        }
+    }
+
+    #[test]
+    fn kernel_paths_name_the_step_folder_and_sources_have_their_entry() {
+        for step in ALL {
+            for file in step.kernels {
+                let folder = format!("steps/step{:02}_{}/", step.id, step.name);
+                assert!(file.path.starts_with(&folder), "{} is not under {folder}", file.path);
+                let on_disk = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_owned() + file.path)
+                    .expect("kernel file exists");
+                assert_eq!(on_disk, file.source, "{} embedded text differs from the file", file.path);
+                assert!(file.source.contains(&format!("void {}(", file.entry)), "{} has no {}", file.path, file.entry);
+            }
+        }
+    }
+}

@@ -1,0 +1,821 @@
+//! Verification: compare a kernel's bf16 output with a reference, under stated bounds.
+//!
+//! Three pieces:
+//! - [`Bounds`]: what a correct kernel may differ by, derived below, for the two comparisons the
+//!   ladder makes: a GPU output against an exact (f64) reference, and a GPU output against another
+//!   GPU output (the previous step, cuBLAS bf16).
+//! - [`compare`]: the check itself — relative Frobenius error, max abs error, an elementwise bound,
+//!   and NaN/Inf anywhere in the output fails. Parallel, sums in f64, deterministic.
+//! - [`cpu_reference`]: the exact product on the CPU, in full for small shapes and at sampled
+//!   positions (every edge element, one element in every block) for large ones.
+
+use crate::error::{Error, Result};
+use crate::problem::Shape;
+use half::bf16;
+use rayon::prelude::*;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+
+/// The outcome of one comparison, as printed and as recorded in the results file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Check {
+    /// What the output was compared with: `CPU f64`, `step01`, `cuBLAS bf16` ...
+    pub against: String,
+    /// How many elements were compared (all of C, or a sample for a large CPU reference).
+    pub compared: u64,
+    /// ‖out − ref‖_F / ‖ref‖_F over the compared elements (NaN when one of them is NaN or Inf;
+    /// JSON writes that as `null`, which reads back as NaN).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub rel_fro: f64,
+    /// max |out − ref| over the compared elements (NaN when one of them is NaN or Inf).
+    #[serde(deserialize_with = "null_as_nan")]
+    pub max_abs: f64,
+    /// The bound `rel_fro` must stay under.
+    pub rel_fro_bound: f64,
+    /// The elementwise bound, in words (e.g. `|d| <= 2^-7·|ref| + 2^-8·rms(ref), rms(ref) = 21.3`).
+    pub elementwise_bound: String,
+    pub passed: bool,
+    /// Where it first failed, in words, when it failed: the bad element of lowest linear index
+    /// (`C[4095, 17] = NaN, expected 3.25 (|d| = NaN > bound 0.0123); 64 of 16777216 elements
+    /// outside the bound`), or the Frobenius error when no single element is out of bounds.
+    pub first_failure: Option<String>,
+}
+
+/// serde_json writes a non-finite f64 as `null`; read it back as NaN so a failed check round-trips.
+fn null_as_nan<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds
+// ---------------------------------------------------------------------------------------------
+
+/// What a correct kernel may differ from a reference by. Two parts, both scale-free:
+///
+/// - relative Frobenius: `‖out − ref‖_F / ‖ref‖_F <= rel_fro`;
+/// - elementwise: `|out − ref| <= rtol·|ref| + atol_rms·rms(ref)` at every compared element, where
+///   `rms(ref) = ‖ref‖_F / √(compared)`. The `atol` term covers elements near zero, where
+///   cancellation makes relative error meaningless; scaling it by `rms(ref)` keeps the bound
+///   independent of the inputs' scale and of K.
+///
+/// # Derivation
+///
+/// A correct kernel forms `s = fl32(Σ_k a_ik·b_jk)` (a product of two bf16 values has at most 16
+/// significant bits, so it is exact in fp32; only the additions round) and stores `bf16_rn(s)`.
+///
+/// - **Output rounding.** bf16 keeps 8 significant bits, so `|bf16_rn(s) − s| <= 2^-8·|s|`.
+/// - **fp32 accumulation**, `e = |s − c|` against the exact `c`. The worst case `(K−1)·2^-24·Σ|a·b|`
+///   is useless (at K = 16384 it is ≈ 0.1·rms(c), larger than the dropped term of an off-by-one
+///   in K). For the problem's inputs (uniform in [-1, 1): `rms(c) = √(K/9)`) each addition rounds
+///   at the size of the partial sum, `≈ √(k/9)`, so `e` is a random walk of relative size
+///   `≈ 2^-24·√(K/6) / rms(c) ≈ 3e-6` at K = 16384; even if every rounding went the same way
+///   (truncating adders, as tensor cores are reported to have) `e <= 2^-24·(2/3)·K·rms(c) ≈
+///   6.5e-4·rms(c)` at K = 16384. The tests in `tests/checker.rs` measure both on CPU emulations.
+///   We allow `e <= 2^-9·rms(ref) ≈ 2e-3·rms(ref)`: 3× the coherent worst case at K = 16384.
+///
+/// **(a) GPU vs exact** ([`Bounds::gpu_vs_exact`]): `|out − c| <= 2^-8·|s| + e <= 2^-8·|c| +
+/// (1 + 2^-8)·e`, so `rtol = 2^-8`, `atol = 2^-9·rms`. Frobenius: the rounding alone is at most
+/// `2^-8` relative (its typical value is ≈ 1.5e-3), so `rel_fro <= 2^-8 + 2^-10`.
+///
+/// **(b) GPU vs GPU** ([`Bounds::gpu_vs_gpu`]): two roundings of two fp32 sums that differ in
+/// order. Where `s1` and `s2` fall on either side of a rounding point the outputs are adjacent
+/// bf16 values, one ulp apart, and one ulp is at most `2^-7·|ref|`; beyond that the sums differ by
+/// up to `e1 + e2`. So `rtol = 2^-7`, `atol = 2·2^-9·rms = 2^-8·rms`. Frobenius: such a straddle
+/// needs `|s1 − s2|` to reach across a rounding point, which happens at a fraction
+/// `≈ |s1 − s2| / ulp ≲ 2^-6` of the elements even at the coherent worst case, so
+/// `rel_fro ≈ √fraction · 2^-7 ≪ 2^-8`; we use the same `2^-8 + 2^-10` as (a).
+///
+/// The Frobenius bounds are statistical: they count on rounding errors averaging over many
+/// elements. Below [`Bounds::STATISTICAL_MIN`] compared elements (a single straddle in a 1×1
+/// output is a relative error of 2^-7) the Frobenius bound becomes `rtol + atol_rms`, which is what
+/// the elementwise bound already implies: `‖d‖ <= rtol·‖ref‖ + atol_rms·rms·√n = (rtol +
+/// atol_rms)·‖ref‖`.
+///
+/// # What they catch, and where they are designed for
+///
+/// Designed for this problem's inputs, K from 8 to 16384 and outputs of at least 256 elements
+/// (smaller outputs are checked, with the weaker Frobenius bound above). An off-by-one in K drops
+/// one term `a·b` (|a·b| averages 1/4, rms 1/3) from sums of rms `√(K/9)`: relative Frobenius
+/// `1/√K`, 0.0078 at K = 16384, about the size of the bounds; but elementwise the dropped term is
+/// compared with `atol = 2^-9·rms ≈ 0.083` (a), `2^-8·rms ≈ 0.17` (b) at K = 16384, and more than
+/// half (a) or 40 % (b) of the dropped terms are larger, so every output of more than a few
+/// elements fails. A ×1.01 scale error fails elementwise at every element above a third of the rms
+/// (a) and in Frobenius (0.01) for both. A truncating (round-toward-zero) bf16 store fails (a)
+/// elementwise, but is within one ulp of a correct output, so (b) accepts it.
+///
+/// Where `rms(ref)` is that of a handful of elements (a 1×1 output), an element whose exact value
+/// cancels to below ≈ 2^-15 of `Σ|a·b|` cannot meet any scale-free bound; at K = 8 that is a
+/// chance of about 1e-5 per element.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounds {
+    /// Relative Frobenius bound, used when at least [`Bounds::STATISTICAL_MIN`] elements are compared.
+    pub rel_fro: f64,
+    /// Elementwise relative part: `rtol·|ref|`.
+    pub rtol: f64,
+    /// Elementwise absolute part, in units of `rms(ref)`.
+    pub atol_rms: f64,
+}
+
+impl Bounds {
+    /// Fewest compared elements for which the statistical Frobenius bound applies.
+    pub const STATISTICAL_MIN: u64 = 256;
+
+    /// (a) A bf16 output of an fp32-accumulating GPU kernel against the exact (f64) product:
+    /// `rel_fro <= 2^-8 + 2^-10`, `|d| <= 2^-8·|ref| + 2^-9·rms(ref)`.
+    pub const fn gpu_vs_exact() -> Bounds {
+        Bounds { rel_fro: P8 + P10, rtol: P8, atol_rms: P9 }
+    }
+
+    /// (b) A bf16 output against another bf16 output accumulated in fp32 in another order (the
+    /// previous step, cuBLAS bf16): `rel_fro <= 2^-8 + 2^-10`, `|d| <= 2^-7·|ref| + 2^-8·rms(ref)`.
+    pub const fn gpu_vs_gpu() -> Bounds {
+        Bounds { rel_fro: P8 + P10, rtol: P7, atol_rms: P8 }
+    }
+
+    /// The bounds for a reference of this kind: (a) for an exact one, (b) for a bf16 one.
+    pub fn for_reference(reference: &Reference) -> Bounds {
+        match reference {
+            Reference::Bf16(_) => Bounds::gpu_vs_gpu(),
+            Reference::F64(_) | Reference::Sampled { .. } => Bounds::gpu_vs_exact(),
+        }
+    }
+
+    /// The Frobenius bound that applies when `compared` elements are compared.
+    pub fn rel_fro_for(&self, compared: u64) -> f64 {
+        if compared >= Self::STATISTICAL_MIN {
+            self.rel_fro
+        } else {
+            self.rel_fro.max(self.rtol + self.atol_rms)
+        }
+    }
+
+    /// The elementwise bound in words, e.g. `|d| <= 2^-8·|ref| + 2^-9·rms(ref)`.
+    pub fn describe(&self) -> String {
+        format!("|d| <= {}·|ref| + {}·rms(ref)", pow2_or_number(self.rtol), pow2_or_number(self.atol_rms))
+    }
+}
+
+const P7: f64 = 1.0 / 128.0;
+const P8: f64 = 1.0 / 256.0;
+const P9: f64 = 1.0 / 512.0;
+const P10: f64 = 1.0 / 1024.0;
+
+/// `2^-n` for a power of two, the number otherwise.
+fn pow2_or_number(x: f64) -> String {
+    if x > 0.0 && x.log2().fract() == 0.0 {
+        format!("2^{}", x.log2() as i32)
+    } else {
+        num(x)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// References
+// ---------------------------------------------------------------------------------------------
+
+/// What an output is compared with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reference {
+    /// Another GPU's bf16 output, all M×N elements, row-major.
+    Bf16(Vec<bf16>),
+    /// The exact product, all M×N elements, row-major.
+    F64(Vec<f64>),
+    /// The exact product at some positions `(row, col)`, sorted by linear index, no repeats.
+    /// The whole output is still scanned for NaN and Inf.
+    Sampled { positions: Vec<(usize, usize)>, values: Vec<f64> },
+}
+
+impl Reference {
+    /// How many elements it gives a value for.
+    pub fn len(&self) -> usize {
+        match self {
+            Reference::Bf16(v) => v.len(),
+            Reference::F64(v) => v.len(),
+            Reference::Sampled { values, .. } => values.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// compare
+// ---------------------------------------------------------------------------------------------
+
+/// Elements per parallel chunk. Fixed, so the f64 sums add up in the same order on any machine.
+const CHUNK: usize = 1 << 15;
+
+/// Pass 1 over the compared elements: the sums behind rms(ref), ‖d‖_F and max |d|.
+#[derive(Default, Clone, Copy)]
+struct Sums {
+    ref2: f64,
+    diff2: f64,
+    max_abs: f64,
+    non_finite: u64,
+}
+
+impl Sums {
+    fn add(mut self, o: Sums) -> Sums {
+        self.ref2 += o.ref2;
+        self.diff2 += o.diff2;
+        self.max_abs = self.max_abs.max(o.max_abs);
+        self.non_finite += o.non_finite;
+        self
+    }
+}
+
+/// An element outside the bound: where, its values, and the bound it broke.
+#[derive(Clone, Copy)]
+struct Bad {
+    at: usize,
+    got: f64,
+    /// `None` for a NaN or Inf found by the full scan at a position a sampled reference skips.
+    reference: Option<f64>,
+    d: f64,
+    bound: f64,
+}
+
+/// Pass 2: elements outside the elementwise bound.
+#[derive(Clone, Copy)]
+struct Outside {
+    /// The one of lowest linear index.
+    first: Option<Bad>,
+    count: u64,
+    /// How many of them are NaN or Inf in `got` (to avoid counting them twice with the full scan).
+    got_non_finite: u64,
+}
+
+impl Outside {
+    const NONE: Outside = Outside { first: None, count: 0, got_non_finite: 0 };
+
+    fn note(&mut self, bad: Bad) {
+        if self.first.is_none_or(|f| bad.at < f.at) {
+            self.first = Some(bad);
+        }
+    }
+
+    fn add(mut self, o: Outside) -> Outside {
+        if let Some(bad) = o.first {
+            self.note(bad);
+        }
+        Outside { first: self.first, count: self.count + o.count, got_non_finite: self.got_non_finite + o.got_non_finite }
+    }
+}
+
+/// Compares `got` (M×N, row-major) with `reference` under `bounds`; never panics on bad input
+/// (a length mismatch is a failed check). `against` names the reference in the report.
+///
+/// Fails when any compared element is outside the elementwise bound (NaN and Inf always are), when
+/// the relative Frobenius error exceeds [`Bounds::rel_fro_for`], or — with a sampled reference —
+/// when any element of `got` at all is NaN or Inf (an unwritten element keeps its NaN poison).
+pub fn compare(against: &str, got: &[bf16], reference: &Reference, shape: Shape, bounds: &Bounds) -> Check {
+    let elements = shape.m * shape.n;
+    let mut check = Check {
+        against: against.to_string(),
+        compared: reference.len() as u64,
+        rel_fro: f64::NAN,
+        max_abs: f64::NAN,
+        rel_fro_bound: bounds.rel_fro_for(reference.len() as u64),
+        elementwise_bound: bounds.describe(),
+        passed: false,
+        first_failure: None,
+    };
+    let mismatch = match reference {
+        _ if got.len() != elements => Some(format!("the output has {} elements, {shape} needs {elements}", got.len())),
+        Reference::Bf16(r) if r.len() != elements => Some(format!("the reference has {} elements, {shape} needs {elements}", r.len())),
+        Reference::F64(r) if r.len() != elements => Some(format!("the reference has {} elements, {shape} needs {elements}", r.len())),
+        Reference::Sampled { positions, values } => sampled_mismatch(positions, values, shape),
+        _ => None,
+    };
+    if let Some(why) = mismatch {
+        check.first_failure = Some(why);
+        return check;
+    }
+
+    // Each reference kind is one closure from "compared element t" to (linear index, got, ref);
+    // the two passes are generic over it, so each kind gets its own tight loop.
+    let outcome = match reference {
+        Reference::Bf16(r) => two_passes(elements, bounds, |t| (t, got[t].to_f64(), r[t].to_f64())),
+        Reference::F64(r) => two_passes(elements, bounds, |t| (t, got[t].to_f64(), r[t])),
+        Reference::Sampled { positions, values } => two_passes(values.len(), bounds, |t| {
+            let (i, j) = positions[t];
+            let at = i * shape.n + j;
+            (at, got[at].to_f64(), values[t])
+        }),
+    };
+    let (sums, mut outside, rms) = outcome;
+
+    // A sampled reference leaves most of C unread: scan all of it for NaN and Inf.
+    if let Reference::Sampled { .. } = reference {
+        let scan = scan_non_finite(got);
+        let unsampled = scan.count - outside.got_non_finite;
+        outside.count += unsampled;
+        outside = outside.add(Outside { first: scan.first, count: 0, got_non_finite: 0 });
+    }
+
+    check.rel_fro = if sums.non_finite > 0 {
+        f64::NAN
+    } else if sums.ref2 > 0.0 {
+        (sums.diff2 / sums.ref2).sqrt()
+    } else if sums.diff2 == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY
+    };
+    check.max_abs = if sums.non_finite > 0 { f64::NAN } else { sums.max_abs };
+    check.elementwise_bound = format!("{}, rms(ref) = {}", bounds.describe(), num(rms));
+    let fro_ok = check.rel_fro <= check.rel_fro_bound;
+    check.passed = fro_ok && outside.count == 0;
+    if let Some(bad) = outside.first {
+        let (i, j) = (bad.at / shape.n, bad.at % shape.n);
+        let what = match bad.reference {
+            None => format!("C[{i}, {j}] = {} (not a sampled position: NaN or Inf fails anywhere)", num(bad.got)),
+            Some(r) => format!(
+                "C[{i}, {j}] = {}, expected {} (|d| = {} > bound {})",
+                num(bad.got),
+                num(r),
+                num(bad.d),
+                num(bad.bound)
+            ),
+        };
+        let total = if let Reference::Sampled { .. } = reference { elements } else { check.compared as usize };
+        check.first_failure = Some(format!("{what}; {} of {total} elements outside the bound", outside.count));
+    } else if !fro_ok {
+        check.first_failure = Some(format!(
+            "relative Frobenius error {} > bound {} (no single element outside the elementwise bound)",
+            num(check.rel_fro),
+            num(check.rel_fro_bound)
+        ));
+    }
+    check
+}
+
+/// Why a sampled reference does not fit `shape`, if it does not.
+fn sampled_mismatch(positions: &[(usize, usize)], values: &[f64], shape: Shape) -> Option<String> {
+    if positions.len() != values.len() {
+        return Some(format!("the sampled reference has {} positions but {} values", positions.len(), values.len()));
+    }
+    if let Some(&(i, j)) = positions.iter().find(|&&(i, j)| i >= shape.m || j >= shape.n) {
+        return Some(format!("the sampled reference has position ({i}, {j}), outside {shape}"));
+    }
+    None
+}
+
+/// Both passes over `n` compared elements; `at(t)` gives (linear index, got, ref) of element t,
+/// with linear indices increasing in t. Returns the sums, the elements outside the bound and rms(ref).
+fn two_passes<F>(n: usize, bounds: &Bounds, at: F) -> (Sums, Outside, f64)
+where
+    F: Fn(usize) -> (usize, f64, f64) + Sync,
+{
+    let chunks = n.div_ceil(CHUNK);
+    let range = |c: usize| c * CHUNK..((c + 1) * CHUNK).min(n);
+    let sums = (0..chunks)
+        .into_par_iter()
+        .map(|c| {
+            let mut s = Sums::default();
+            for t in range(c) {
+                let (_, g, r) = at(t);
+                if g.is_finite() && r.is_finite() {
+                    let d = g - r;
+                    s.ref2 += r * r;
+                    s.diff2 += d * d;
+                    s.max_abs = s.max_abs.max(d.abs());
+                } else {
+                    s.non_finite += 1;
+                    if r.is_finite() {
+                        s.ref2 += r * r;
+                    }
+                }
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .fold(Sums::default(), Sums::add);
+    let rms = if n > 0 { (sums.ref2 / n as f64).sqrt() } else { 0.0 };
+    let atol = bounds.atol_rms * rms;
+    let outside = (0..chunks)
+        .into_par_iter()
+        .map(|c| {
+            let mut o = Outside::NONE;
+            for t in range(c) {
+                let (idx, g, r) = at(t);
+                let d = (g - r).abs();
+                let bound = bounds.rtol * r.abs() + atol;
+                // Written so that NaN (in got or ref) lands outside.
+                if !(d <= bound) {
+                    o.note(Bad { at: idx, got: g, reference: Some(r), d, bound });
+                    o.count += 1;
+                    o.got_non_finite += u64::from(!g.is_finite());
+                }
+            }
+            o
+        })
+        .reduce(|| Outside::NONE, Outside::add);
+    (sums, outside, rms)
+}
+
+/// The first NaN or Inf in `got` and how many there are.
+fn scan_non_finite(got: &[bf16]) -> Outside {
+    got.par_chunks(CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            // bf16 is NaN or Inf exactly when its exponent bits are all ones.
+            let bad = |v: &bf16| v.to_bits() & 0x7F80 == 0x7F80;
+            let count = chunk.iter().filter(|v| bad(v)).count() as u64;
+            let first = chunk.iter().position(bad).map(|p| Bad {
+                at: c * CHUNK + p,
+                got: chunk[p].to_f64(),
+                reference: None,
+                d: f64::NAN,
+                bound: f64::NAN,
+            });
+            Outside { first, count, got_non_finite: count }
+        })
+        .reduce(|| Outside::NONE, Outside::add)
+}
+
+/// A number for a message: six significant digits, plain where that reads well.
+fn num(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    if !(-4..6).contains(&magnitude) {
+        return format!("{x:.5e}");
+    }
+    let decimals = (5 - magnitude).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+impl Check {
+    /// `Ok(self)` when it passed, otherwise [`Error::Verification`] with a one-line account.
+    pub fn into_result(self) -> Result<Check> {
+        if self.passed {
+            Ok(self)
+        } else {
+            Err(Error::Verification(failure_line("output", &self)))
+        }
+    }
+}
+
+/// One line for a failed check of `what`: what it was compared with, the errors, the bounds, and
+/// where it first failed.
+pub fn failure_line(what: &str, check: &Check) -> String {
+    format!(
+        "{what} vs {}: relative Frobenius {} (bound {}), max |d| {}, elementwise {}: {}",
+        check.against,
+        num(check.rel_fro),
+        num(check.rel_fro_bound),
+        num(check.max_abs),
+        check.elementwise_bound,
+        check.first_failure.as_deref().unwrap_or("passed"),
+    )
+}
+
+impl fmt::Display for Check {
+    /// One line: `vs cuBLAS bf16: rel. Frobenius 1.5e-3 (bound 4.9e-3), max |d| 0.0625 over
+    /// 16777216 elements: pass`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "vs {}: relative Frobenius {} (bound {}), max |d| {} over {} elements: ",
+            self.against,
+            num(self.rel_fro),
+            num(self.rel_fro_bound),
+            num(self.max_abs),
+            self.compared
+        )?;
+        match (&self.passed, &self.first_failure) {
+            (true, _) => write!(f, "pass"),
+            (false, Some(why)) => write!(f, "FAIL: {why}"),
+            (false, None) => write!(f, "FAIL"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU reference
+// ---------------------------------------------------------------------------------------------
+
+/// Up to this many multiply-adds (M·N·K) [`cpu_reference`] computes the whole product; above it,
+/// a sample. 2^27 takes about a tenth of a second on one core.
+pub const FULL_REFERENCE_MACS: u64 = 1 << 27;
+
+/// At most this many blocks get one sampled element each (besides the edges).
+pub const SAMPLE_BLOCKS: usize = 16384;
+
+/// The exact product `A·Bᵀ` in f64: all of it when `M·N·K <= FULL_REFERENCE_MACS`, otherwise at
+/// [`sample_positions`]. Each product of two bf16 values is exact in f64 and a sum of K of them has
+/// a relative error of at most `K·2^-53` (≤ 2^-39 at K = 16384): exact for our purposes.
+pub fn cpu_reference(a: &[bf16], b: &[bf16], shape: Shape) -> Reference {
+    if (shape.m as u64) * (shape.n as u64) * (shape.k as u64) <= FULL_REFERENCE_MACS {
+        cpu_reference_full(a, b, shape)
+    } else {
+        cpu_reference_sampled(a, b, shape)
+    }
+}
+
+/// The exact product at every element (row-major), whatever the size.
+pub fn cpu_reference_full(a: &[bf16], b: &[bf16], shape: Shape) -> Reference {
+    let Shape { m, n, k } = shape;
+    assert!(a.len() == m * k && b.len() == n * k, "A and B must be {m}×{k} and {n}×{k}");
+    let mut c = vec![0.0; m * n];
+    c.par_chunks_mut(n.max(1)).enumerate().for_each(|(i, row)| {
+        let a_row = &a[i * k..(i + 1) * k];
+        for (j, out) in row.iter_mut().enumerate() {
+            *out = dot(a_row, &b[j * k..(j + 1) * k]);
+        }
+    });
+    Reference::F64(c)
+}
+
+/// The exact product at [`sample_positions`], whatever the size.
+pub fn cpu_reference_sampled(a: &[bf16], b: &[bf16], shape: Shape) -> Reference {
+    let Shape { m, n, k } = shape;
+    assert!(a.len() == m * k && b.len() == n * k, "A and B must be {m}×{k} and {n}×{k}");
+    let positions = sample_positions(shape);
+    let values = positions.par_iter().map(|&(i, j)| dot(&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k])).collect();
+    Reference::Sampled { positions, values }
+}
+
+/// Where a sampled reference looks, sorted by linear index, no repeats: every element of the first
+/// and last row and column (ragged edges are where tiling bugs live), and one pseudo-random element
+/// in every b×b block, b the smallest power of two >= 16 with at most [`SAMPLE_BLOCKS`] blocks, so a
+/// bug confined to any b×b tile is seen (b = 64 at 8192², 128 at 16384²). Deterministic in `shape`.
+pub fn sample_positions(shape: Shape) -> Vec<(usize, usize)> {
+    let Shape { m, n, .. } = shape;
+    let mut b = 16;
+    while m.div_ceil(b) * n.div_ceil(b) > SAMPLE_BLOCKS {
+        b *= 2;
+    }
+    let (rows, cols) = (m.div_ceil(b), n.div_ceil(b));
+    let mut positions = Vec::with_capacity(2 * (m + n) + rows * cols);
+    for j in 0..n {
+        positions.push((0, j));
+        positions.push((m - 1, j));
+    }
+    for i in 0..m {
+        positions.push((i, 0));
+        positions.push((i, n - 1));
+    }
+    let seed = splitmix(0x5EED_0FC4_EC4E_2500 ^ splitmix(((m as u64) << 32) ^ (n as u64) ^ ((shape.k as u64) << 48)));
+    for bi in 0..rows {
+        for bj in 0..cols {
+            let (i0, j0) = (bi * b, bj * b);
+            let (h, w) = ((m - i0).min(b), (n - j0).min(b));
+            let r = splitmix(seed ^ ((bi * cols + bj) as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
+            positions.push((i0 + (r as u32 as usize) % h, j0 + ((r >> 32) as usize) % w));
+        }
+    }
+    positions.sort_unstable();
+    positions.dedup();
+    positions
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// bf16 → f64, exact (a bf16 is the top half of an f32).
+#[inline(always)]
+fn wide(v: bf16) -> f64 {
+    f32::from_bits(u32::from(v.to_bits()) << 16) as f64
+}
+
+/// Σ a_k·b_k in f64 over contiguous K, with eight independent accumulators so it vectorises.
+fn dot(a: &[bf16], b: &[bf16]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (a8.remainder(), b8.remainder());
+    for (x, y) in a8.zip(b8) {
+        for ((s, &p), &q) in acc.iter_mut().zip(x).zip(y) {
+            *s += wide(p) * wide(q);
+        }
+    }
+    let tail: f64 = ra.iter().zip(rb).map(|(&x, &y)| wide(x) * wide(y)).sum();
+    acc.iter().sum::<f64>() + tail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::Inputs;
+
+    fn bf(v: &[f64]) -> Vec<bf16> {
+        v.iter().map(|&x| bf16::from_f64(x)).collect()
+    }
+
+    /// A reference with every element distinct and nonzero, n elements.
+    fn ramp(n: usize) -> Vec<f64> {
+        (0..n).map(|i| 1.0 + (i % 97) as f64 / 8.0).collect()
+    }
+
+    #[test]
+    fn bounds_are_what_the_docs_say() {
+        let a = Bounds::gpu_vs_exact();
+        assert_eq!((a.rtol, a.atol_rms, a.rel_fro), (2f64.powi(-8), 2f64.powi(-9), 2f64.powi(-8) + 2f64.powi(-10)));
+        let b = Bounds::gpu_vs_gpu();
+        assert_eq!((b.rtol, b.atol_rms, b.rel_fro), (2f64.powi(-7), 2f64.powi(-8), 2f64.powi(-8) + 2f64.powi(-10)));
+        assert_eq!(a.describe(), "|d| <= 2^-8·|ref| + 2^-9·rms(ref)");
+        assert_eq!(b.rel_fro_for(256), b.rel_fro);
+        assert_eq!(b.rel_fro_for(255), 2f64.powi(-7) + 2f64.powi(-8));
+        assert_eq!(Bounds::for_reference(&Reference::Bf16(vec![])), b);
+        assert_eq!(Bounds::for_reference(&Reference::F64(vec![])), a);
+    }
+
+    #[test]
+    fn an_exact_output_passes_with_zero_error() {
+        let shape = Shape::new(300, 301, 8);
+        let r = ramp(300 * 301);
+        let got = bf(&r);
+        let exact: Vec<f64> = got.iter().map(|v| v.to_f64()).collect();
+        for reference in [Reference::F64(exact), Reference::Bf16(got.clone())] {
+            let c = compare("x", &got, &reference, shape, &Bounds::gpu_vs_exact());
+            assert!(c.passed && c.rel_fro == 0.0 && c.max_abs == 0.0 && c.first_failure.is_none(), "{c:?}");
+            assert_eq!(c.compared, 300 * 301);
+        }
+    }
+
+    #[test]
+    fn nan_and_inf_fail_and_the_first_bad_index_is_reported() {
+        let shape = Shape::new(300, 400, 8); // 120000 elements: several parallel chunks
+        let r = ramp(120_000);
+        let reference = Reference::F64(r.clone());
+        for poison in [bf16::NAN, bf16::INFINITY, bf16::NEG_INFINITY] {
+            let mut got = bf(&r);
+            // Bad elements in three different chunks; the lowest index must be reported.
+            for at in [100_000, 70_001, 40_123] {
+                got[at] = poison;
+            }
+            let c = compare("ref", &got, &reference, shape, &Bounds::gpu_vs_exact());
+            assert!(!c.passed && c.rel_fro.is_nan() && c.max_abs.is_nan(), "{c:?}");
+            let why = c.first_failure.unwrap();
+            assert!(why.starts_with("C[100, 123] = "), "{why}");
+            assert!(why.contains("3 of 120000 elements"), "{why}");
+        }
+    }
+
+    #[test]
+    fn the_elementwise_bound_is_a_sharp_line() {
+        // One element moved to 0.9× and then 1.1× its bound away from the reference.
+        let shape = Shape::new(64, 64, 8);
+        let r: Vec<f64> = ramp(4096).iter().map(|v| bf16::from_f64(*v).to_f64()).collect();
+        let rms = (r.iter().map(|v| v * v).sum::<f64>() / 4096.0).sqrt();
+        let bounds = Bounds::gpu_vs_gpu();
+        let at = 2000;
+        let bound = bounds.rtol * r[at].abs() + bounds.atol_rms * rms;
+        let mut exact = r.clone();
+        for (factor, passes) in [(0.9, true), (1.1, false)] {
+            // Move the reference, not the bf16 output, so the distance is exactly factor·bound.
+            exact[at] = r[at] + factor * bound;
+            let c = compare("ref", &bf(&r), &Reference::F64(exact.clone()), shape, &bounds);
+            assert_eq!(c.passed, passes, "{factor}: {c:?}");
+            if !passes {
+                assert!(c.first_failure.unwrap().starts_with("C[31, 16] = "));
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_uniform_error_fails_the_frobenius_bound_alone() {
+        // Every element 0.6 % too large: inside rtol = 2^-7 elementwise, outside rel_fro = 2^-8 + 2^-10.
+        let shape = Shape::new(32, 32, 8);
+        let r: Vec<f64> = (0..1024).map(|i| 2f64.powi(i % 5) * (1.0 + (i % 7) as f64 / 8.0)).collect();
+        let got = bf(&r);
+        let off: Vec<f64> = got.iter().map(|v| v.to_f64() / 1.006).collect();
+        let c = compare("ref", &got, &Reference::F64(off), shape, &Bounds::gpu_vs_gpu());
+        assert!(!c.passed, "{c:?}");
+        assert!(c.first_failure.unwrap().starts_with("relative Frobenius error"));
+    }
+
+    #[test]
+    fn length_mismatches_fail_without_panicking() {
+        let shape = Shape::new(4, 4, 8);
+        let c = compare("ref", &bf(&[1.0; 15]), &Reference::F64(vec![1.0; 16]), shape, &Bounds::gpu_vs_exact());
+        assert!(!c.passed && c.first_failure.unwrap().contains("output has 15 elements"));
+        let c = compare("ref", &bf(&[1.0; 16]), &Reference::Bf16(bf(&[1.0; 17])), shape, &Bounds::gpu_vs_exact());
+        assert!(!c.passed && c.first_failure.unwrap().contains("reference has 17 elements"));
+        let sampled = Reference::Sampled { positions: vec![(4, 0)], values: vec![1.0] };
+        let c = compare("ref", &bf(&[1.0; 16]), &sampled, shape, &Bounds::gpu_vs_exact());
+        assert!(!c.passed && c.first_failure.unwrap().contains("outside 4x4x8"));
+    }
+
+    #[test]
+    fn sample_positions_cover_every_edge_and_every_block() {
+        for shape in [Shape::new(1, 1, 8), Shape::new(1, 1000, 8), Shape::new(257, 255, 8), Shape::new(8192, 8192, 8)] {
+            let p = sample_positions(shape);
+            assert!(p.windows(2).all(|w| w[0] < w[1]), "not sorted and unique at {shape}");
+            let has = |x: (usize, usize)| p.binary_search(&x).is_ok();
+            for j in 0..shape.n {
+                assert!(has((0, j)) && has((shape.m - 1, j)));
+            }
+            for i in 0..shape.m {
+                assert!(has((i, 0)) && has((i, shape.n - 1)));
+            }
+            assert_eq!(p, sample_positions(shape), "not deterministic");
+        }
+        // 8192²: b = 64, so each of the 128×128 blocks holds a sampled element.
+        let p = sample_positions(Shape::square(8192));
+        let mut seen = vec![false; 128 * 128];
+        for &(i, j) in &p {
+            seen[(i / 64) * 128 + j / 64] = true;
+        }
+        assert!(seen.iter().all(|&s| s));
+        assert!(p.len() <= 4 * 8192 + SAMPLE_BLOCKS);
+    }
+
+    #[test]
+    fn the_cpu_reference_is_the_exact_product_full_or_sampled() {
+        let shape = Shape::new(37, 29, 72);
+        let inputs = Inputs::generate(shape, 3);
+        let naive = |i: usize, j: usize| -> f64 {
+            (0..shape.k).map(|k| inputs.a[i * shape.k + k].to_f64() * inputs.b[j * shape.k + k].to_f64()).sum()
+        };
+        let Reference::F64(full) = cpu_reference(&inputs.a, &inputs.b, shape) else { panic!("not full") };
+        for i in 0..shape.m {
+            for j in 0..shape.n {
+                assert!((full[i * shape.n + j] - naive(i, j)).abs() < 1e-12);
+            }
+        }
+        let Reference::Sampled { positions, values } = cpu_reference_sampled(&inputs.a, &inputs.b, shape) else {
+            panic!("not sampled")
+        };
+        for (&(i, j), v) in positions.iter().zip(&values) {
+            assert_eq!(*v, full[i * shape.n + j]);
+        }
+        // Above the limit, cpu_reference samples (cheap here: K = 16).
+        let big = Shape::new(4096, 4096, 16);
+        assert!(4096 * 4096 * 16 > FULL_REFERENCE_MACS);
+        let inputs = Inputs::generate(big, 4);
+        assert!(matches!(cpu_reference(&inputs.a, &inputs.b, big), Reference::Sampled { .. }));
+    }
+
+    #[test]
+    fn a_sampled_reference_still_scans_all_of_the_output_for_nan() {
+        let shape = Shape::new(100, 90, 8);
+        let r = ramp(9000);
+        let positions = sample_positions(shape);
+        let values: Vec<f64> = positions.iter().map(|&(i, j)| bf16::from_f64(r[i * 90 + j]).to_f64()).collect();
+        let reference = Reference::Sampled { positions: positions.clone(), values };
+        let mut got = bf(&r);
+        let c = compare("CPU f64", &got, &reference, shape, &Bounds::gpu_vs_exact());
+        assert!(c.passed && c.compared == positions.len() as u64, "{c:?}");
+        let unsampled = (1..99).flat_map(|i| (1..89).map(move |j| (i, j))).find(|p| positions.binary_search(p).is_err()).unwrap();
+        got[unsampled.0 * 90 + unsampled.1] = bf16::NAN;
+        let c = compare("CPU f64", &got, &reference, shape, &Bounds::gpu_vs_exact());
+        assert!(!c.passed, "{c:?}");
+        let why = c.first_failure.unwrap();
+        assert!(why.starts_with(&format!("C[{}, {}] = NaN (not a sampled position", unsampled.0, unsampled.1)), "{why}");
+        assert!(why.contains("1 of 9000 elements"), "{why}");
+        // A NaN at a sampled position counts once, not twice.
+        got[0] = bf16::NAN;
+        let why = compare("CPU f64", &got, &reference, shape, &Bounds::gpu_vs_exact()).first_failure.unwrap();
+        assert!(why.starts_with("C[0, 0] = NaN, expected 1 ") && why.contains("2 of 9000"), "{why}");
+    }
+
+    #[test]
+    fn a_failed_check_becomes_one_line_and_round_trips_through_json() {
+        let shape = Shape::new(2, 2, 8);
+        let got = bf(&[1.0, f64::NAN, 3.0, 4.0]);
+        let c = compare("cuBLAS bf16", &got, &Reference::Bf16(bf(&[1.0, 2.0, 3.0, 4.0])), shape, &Bounds::gpu_vs_gpu());
+        let json = serde_json::to_string(&c).unwrap();
+        let back: Check = serde_json::from_str(&json).unwrap();
+        assert!(back.rel_fro.is_nan() && !back.passed && back.first_failure == c.first_failure);
+        let e = c.into_result().unwrap_err();
+        let line = e.to_string();
+        assert!(!line.contains('\n'));
+        assert!(line.starts_with("verification failed: output vs cuBLAS bf16: relative Frobenius NaN"), "{line}");
+        assert!(line.contains("C[0, 1] = NaN, expected 2"), "{line}");
+        assert!(line.contains("|d| <= 2^-7·|ref| + 2^-8·rms(ref)"), "{line}");
+        let ok = compare("x", &got[..1], &Reference::Bf16(got[..1].to_vec()), Shape::new(1, 1, 8), &Bounds::gpu_vs_gpu());
+        assert!(ok.clone().into_result().is_ok() && ok.to_string().ends_with("pass"));
+    }
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(num(3.25), "3.25");
+        assert_eq!(num(-0.0048828125), "-0.00488281");
+        assert_eq!(num(123456.0), "123456");
+        assert_eq!(num(1234567.0), "1.23457e6");
+        assert_eq!(num(1e-7), "1.00000e-7");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(f64::NAN), "NaN");
+    }
+}

@@ -1,0 +1,59 @@
+//! What the integration tests share: deciding whether a tool or a GPU is there, and saying so.
+#![allow(dead_code)]
+
+use gemm_ladder::gpu::Gpu;
+use gemm_ladder::libs;
+use gemm_ladder::registry::{KernelFile, Targets};
+use gemm_ladder::steps;
+
+/// True when NVRTC can be loaded. Without it the test is skipped, unless GEMM_LADDER_REQUIRE_NVRTC
+/// is set (CI sets it), in which case a missing NVRTC fails the test.
+pub fn nvrtc_or_skip(test: &str) -> bool {
+    if libs::nvrtc_present() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("GEMM_LADDER_REQUIRE_NVRTC").is_none(),
+        "{test}: NVRTC not found, and GEMM_LADDER_REQUIRE_NVRTC is set"
+    );
+    eprintln!("{test}: skipped (NVRTC not found; `pip install nvidia-cuda-nvrtc` and set LD_LIBRARY_PATH)");
+    false
+}
+
+/// A GPU, or `None` after printing that the test was skipped.
+pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
+    if !libs::driver_present() {
+        eprintln!("{test}: skipped (no NVIDIA driver library on this machine)");
+        return None;
+    }
+    match Gpu::open() {
+        Ok(gpu) => {
+            if nvrtc_or_skip(test) && libs::cublas_present() {
+                Some(gpu)
+            } else {
+                eprintln!("{test}: skipped (NVRTC or cuBLAS missing)");
+                None
+            }
+        }
+        Err(e) => {
+            eprintln!("{test}: skipped ({e})");
+            None
+        }
+    }
+}
+
+/// The deliberately wrong kernels of tests/kernels/broken.cu, launched like step01.
+pub fn broken_kernels() -> &'static [KernelFile] {
+    let naive = &steps::step01_naive::STEP.kernels[0];
+    let file = |entry: &'static str| KernelFile {
+        path: "tests/kernels/broken.cu",
+        source: include_str!("../kernels/broken.cu"),
+        targets: Targets::AnyGpu,
+        entry,
+        defines: naive.defines,
+        max_dynamic_smem: 0,
+        launch: naive.launch,
+    };
+    Box::leak(Box::new([file("gemm_skips_last_tile"), file("gemm_writes_nothing"), file("gemm_off_by_one_k")]))
+}
+

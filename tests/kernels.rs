@@ -1,0 +1,94 @@
+//! Every kernel file of every step compiles with NVRTC for each architecture it claims, and ptxas
+//! assembles the PTX with no spills. Runs without a GPU; needs NVRTC (and ptxas for the assembly).
+
+mod common;
+
+use gemm_ladder::arch::Arch;
+use gemm_ladder::error::Error;
+use gemm_ladder::nvrtc::{self, Output};
+use gemm_ladder::registry::{KernelFile, Targets};
+use gemm_ladder::steps;
+
+fn ptxas_required() -> bool {
+    std::env::var_os("GEMM_LADDER_REQUIRE_PTXAS").is_some()
+}
+
+fn compile_and_assemble(file: &KernelFile, arch: Arch) {
+    let ptx = nvrtc::compile(file, arch, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ptx.log.is_empty(), "{} for {arch}: NVRTC warnings:\n{}", file.path, ptx.log);
+    let text = String::from_utf8_lossy(&ptx.bytes);
+    assert!(text.contains(&format!(".entry {}(", file.entry)), "{}: no entry {} in the PTX", file.path, file.entry);
+    let cubin = nvrtc::compile(file, arch, Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
+    assert!(cubin.bytes.starts_with(b"\x7fELF"), "{} for {arch}: NVRTC's cubin is not an ELF file", file.path);
+    match nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}")) {
+        Some(report) => {
+            println!("{} {}: {}", file.path, arch, report.info.replace('\n', " | "));
+            assert_eq!(report.spill_bytes, 0, "{} spills to local memory on {arch}", file.path);
+            assert_eq!(report.stack_bytes, 0, "{} has a stack frame on {arch}", file.path);
+        }
+        None => {
+            assert!(!ptxas_required(), "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set");
+            eprintln!("{}: assembly skipped (ptxas not found)", file.path);
+        }
+    }
+}
+
+#[test]
+fn every_kernel_compiles_and_assembles_for_every_architecture_it_claims() {
+    if !common::nvrtc_or_skip("every_kernel_compiles") {
+        return;
+    }
+    let mut compiled = 0;
+    for step in steps::ALL {
+        for file in step.kernels {
+            for &arch in file.targets.claimed_archs() {
+                compile_and_assemble(file, arch);
+                compiled += 1;
+            }
+        }
+    }
+    assert!(compiled >= steps::ALL.len());
+}
+
+#[test]
+fn the_planted_bug_kernels_compile_too() {
+    if !common::nvrtc_or_skip("planted_bug_kernels_compile") {
+        return;
+    }
+    for file in common::broken_kernels() {
+        compile_and_assemble(file, Arch::SM90);
+    }
+}
+
+#[test]
+fn a_compile_error_names_the_file_and_line() {
+    if !common::nvrtc_or_skip("compile_error_names_file_and_line") {
+        return;
+    }
+    let naive = &steps::step01_naive::STEP.kernels[0];
+    let bad = KernelFile {
+        path: "steps/step99_typo/kernel.cu",
+        source: "#include \"common.cuh\"\nextern \"C\" __global__ void gemm() {\n  undefined_name = 1;\n}\n",
+        targets: Targets::AnyGpu,
+        entry: "gemm",
+        defines: &[],
+        max_dynamic_smem: 0,
+        launch: naive.launch,
+    };
+    match nvrtc::compile(&bad, Arch::SM90, Output::Ptx) {
+        Err(Error::Compile { file, log, .. }) => {
+            assert_eq!(file, "steps/step99_typo/kernel.cu");
+            assert!(log.contains("steps/step99_typo/kernel.cu:3:"), "log lacks file:line:\n{log}");
+        }
+        Err(other) => panic!("expected a compile error, got {other}"),
+        Ok(_) => panic!("a kernel with an undefined name compiled"),
+    }
+}
+
+#[test]
+fn emit_refuses_an_architecture_no_kernel_claims() {
+    let file = &steps::step01_naive::STEP.kernels[0];
+    assert!(!file.targets.compiles_for(Arch::SM90A));
+    assert!(file.targets.compiles_for(Arch::SM90));
+    assert!(!Targets::Hopper.compiles_for(Arch::SM100A));
+}
