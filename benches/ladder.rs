@@ -88,9 +88,15 @@ fn main() {
         },
         _ => return println!("ladder bench: skipped (no GPU driver or no NVRTC on this machine)"),
     };
-    let size = std::env::var("GEMM_LADDER_BENCH_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(4096);
+    let size = std::env::var("GEMM_LADDER_BENCH_SIZE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4096);
     let shape = Shape::square(size);
-    let measurement = CudaEvents { ctx: gpu.ctx.clone(), stream: gpu.stream.clone() };
+    let measurement = CudaEvents {
+        ctx: gpu.ctx.clone(),
+        stream: gpu.stream.clone(),
+    };
     let mut session = Session::new(gpu, shape, 42).unwrap_or_else(|e| panic!("{e}"));
     let mut criterion = Criterion::default().with_measurement(measurement).configure_from_args();
     let mut group = criterion.benchmark_group(format!("gemm {shape}"));

@@ -20,17 +20,31 @@ impl Arch {
     pub const SM100A: Arch = Arch::new(10, 0, true);
 
     pub const fn new(major: u32, minor: u32, arch_specific: bool) -> Arch {
-        Arch { major, minor, arch_specific }
+        Arch {
+            major,
+            minor,
+            arch_specific,
+        }
     }
 
     /// `sm_90a`: the name of real machine code (cubin), for NVRTC and ptxas.
     pub fn sm(&self) -> String {
-        format!("sm_{}{}{}", self.major, self.minor, if self.arch_specific { "a" } else { "" })
+        format!(
+            "sm_{}{}{}",
+            self.major,
+            self.minor,
+            if self.arch_specific { "a" } else { "" }
+        )
     }
 
     /// `compute_90a`: the name of the virtual architecture (PTX).
     pub fn compute(&self) -> String {
-        format!("compute_{}{}{}", self.major, self.minor, if self.arch_specific { "a" } else { "" })
+        format!(
+            "compute_{}{}{}",
+            self.major,
+            self.minor,
+            if self.arch_specific { "a" } else { "" }
+        )
     }
 
     /// Parses `sm90a`, `sm_90a`, `90a`, `sm_80`, `compute_100a`, `9.0` ...

@@ -42,14 +42,17 @@ pub fn regenerate(book_dir: &Path) -> Result<Vec<PathBuf>> {
 /// Builds the book at `book_dir` into `dest` (default `book/build`) and returns the folder that holds
 /// `index.html`.
 pub fn build(book_dir: &Path, dest: Option<&Path>) -> Result<PathBuf> {
-    let fail = |e: mdbook_driver::errors::Error| Error::Other(format!("building the book in {}: {e:#}", book_dir.display()));
+    let fail =
+        |e: mdbook_driver::errors::Error| Error::Other(format!("building the book in {}: {e:#}", book_dir.display()));
     let mut book = MDBook::load(book_dir).map_err(fail)?;
     if let Some(dest) = dest {
         // mdBook resolves a relative build folder against the book's root; the caller meant ours.
         let dest = if dest.is_absolute() {
             dest.to_path_buf()
         } else {
-            std::env::current_dir().map_err(Error::io("reading the current folder"))?.join(dest)
+            std::env::current_dir()
+                .map_err(Error::io("reading the current folder"))?
+                .join(dest)
         };
         book.config.build.build_dir = dest;
     }
@@ -86,9 +89,11 @@ fn check_includes(book: &MDBook, src_dir: &Path) -> Result<()> {
         let BookItem::Chapter(chapter) = item else { continue };
         let Some(path) = &chapter.path else { continue };
         let base = src_dir.join(path.parent().unwrap_or(Path::new("")));
-        for directive in directives(&chapter.content) {
+        for directive in directives(&chapter.content).into_iter().filter(|d| !d.escaped) {
             let mut words = directive.body.split_whitespace();
-            let (Some(kind), Some(target)) = (words.next(), words.next()) else { continue };
+            let (Some(kind), Some(target)) = (words.next(), words.next()) else {
+                continue;
+            };
             if kind != "include" && kind != "rustdoc_include" {
                 continue;
             }
@@ -98,11 +103,18 @@ fn check_includes(book: &MDBook, src_dir: &Path) -> Result<()> {
             };
             let full = base.join(file);
             let Ok(text) = std::fs::read_to_string(&full) else {
-                problems.push(format!("{}: {{{{#{}}}}} names {}, which cannot be read", path.display(), directive.body, full.display()));
+                problems.push(format!(
+                    "{}: {{{{#{}}}}} names {}, which cannot be read",
+                    path.display(),
+                    directive.body,
+                    full.display()
+                ));
                 continue;
             };
             // A selector that starts with a digit or a colon is a line range; anything else an anchor.
-            let Some(anchor) = selector.filter(|s| !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_digit() || c == ':')) else {
+            let Some(anchor) =
+                selector.filter(|s| !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_digit() || c == ':'))
+            else {
                 continue;
             };
             if !has_anchor(&text, anchor) {
@@ -118,7 +130,10 @@ fn check_includes(book: &MDBook, src_dir: &Path) -> Result<()> {
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Error::Other(format!("the book includes what is not there:\n  {}", problems.join("\n  "))))
+        Err(Error::Other(format!(
+            "the book includes what is not there:\n  {}",
+            problems.join("\n  ")
+        )))
     }
 }
 
@@ -161,10 +176,17 @@ fn directives(text: &str) -> Vec<Directive<'_>> {
     while let Some(offset) = text[from..].find("{{#") {
         let start = from + offset;
         let body_start = start + 3;
-        let Some(close) = text[body_start..].find("}}") else { break };
+        let Some(close) = text[body_start..].find("}}") else {
+            break;
+        };
         let end = body_start + close + 2;
         let escaped = text[..start].ends_with('\\');
-        found.push(Directive { start, end, body: text[body_start..body_start + close].trim(), escaped });
+        found.push(Directive {
+            start,
+            end,
+            body: text[body_start..body_start + close].trim(),
+            escaped,
+        });
         from = end;
     }
     found
@@ -188,7 +210,10 @@ impl LadderResults {
 
     /// A pass over the results files of the book at `book_dir`.
     pub fn load(book_dir: &Path) -> Result<LadderResults> {
-        Ok(LadderResults { files: results::load_all(book_dir)?, book_dir: Some(book_dir.to_path_buf()) })
+        Ok(LadderResults {
+            files: results::load_all(book_dir)?,
+            book_dir: Some(book_dir.to_path_buf()),
+        })
     }
 
     /// Replaces every `{{#ladder-…}}` in `text`, a chapter at `chapter` (its path under `src`, which
@@ -203,7 +228,13 @@ impl LadderResults {
                 continue;
             }
             let args: Vec<&str> = words.collect();
-            let bad = |why: &str| Error::Other(format!("{}: {{{{#{}}}}}: {why} ({PASS_NAME})", chapter.display(), d.body));
+            let bad = |why: &str| {
+                Error::Other(format!(
+                    "{}: {{{{#{}}}}}: {why} ({PASS_NAME})",
+                    chapter.display(),
+                    d.body
+                ))
+            };
             let replacement = match (name, args.as_slice()) {
                 ("ladder-table", []) => table(&self.files, None),
                 ("ladder-table", [step]) => {
@@ -212,7 +243,11 @@ impl LadderResults {
                 }
                 ("ladder-figure", []) => self.figure_links(chapter),
                 ("ladder-table", _) | ("ladder-figure", _) => return Err(bad("too many arguments")),
-                _ => return Err(bad("unknown directive: the known ones are ladder-table [stepNN] and ladder-figure")),
+                _ => {
+                    return Err(bad(
+                        "unknown directive: the known ones are ladder-table [stepNN] and ladder-figure",
+                    ))
+                }
             };
             out.push_str(&text[copied..d.start]);
             out.push_str(replacement.trim_end());
@@ -234,9 +269,16 @@ impl LadderResults {
         let mut out = String::new();
         for file in &self.files {
             let slug = file.slug();
-            let drawn = self.book_dir.as_ref().is_none_or(|dir| figure::ladder_svg_path(dir, &slug).is_file());
+            let drawn = self
+                .book_dir
+                .as_ref()
+                .is_none_or(|dir| figure::ladder_svg_path(dir, &slug).is_file());
             if drawn {
-                let _ = writeln!(out, "![TFLOPS ladder on {}]({up}figures/ladder-{slug}.svg)\n", file.device.name);
+                let _ = writeln!(
+                    out,
+                    "![TFLOPS ladder on {}]({up}figures/ladder-{slug}.svg)\n",
+                    file.device.name
+                );
             } else {
                 let _ = writeln!(
                     out,
@@ -300,7 +342,9 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     let numeric_from = header.iter().position(|h| *h == "median ms").unwrap_or(header.len());
     let mut out = String::new();
     let _ = writeln!(out, "| {} |", header.join(" | "));
-    let align: Vec<&str> = (0..header.len()).map(|i| if i >= numeric_from { "---:" } else { ":---" }).collect();
+    let align: Vec<&str> = (0..header.len())
+        .map(|i| if i >= numeric_from { "---:" } else { ":---" })
+        .collect();
     let _ = writeln!(out, "|{}|", align.join("|"));
     for (file, r) in &rows {
         let mut cells = vec![file.device.name.clone()];
@@ -334,16 +378,23 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
         let _ = writeln!(out, "Verification of every recorded run of step {s:02}:\n");
         for (file, r) in &rows {
             for c in &r.checks {
-                let verdict = if c.passed { "passed".to_string() } else { format!("**failed**{}", c.first_failure.as_ref().map(|f| format!(" ({f})")).unwrap_or_default()) };
+                let verdict = if c.passed {
+                    "passed".to_string()
+                } else {
+                    format!(
+                        "**failed**{}",
+                        c.first_failure.as_ref().map(|f| format!(" ({f})")).unwrap_or_default()
+                    )
+                };
                 let _ = writeln!(
                     out,
-                    "- {}, {}, seed {}, against {}: relative Frobenius error {:.2e} (bound {:.1e}), max |error| {} (elementwise bound `{}`) over {} elements: {verdict}.",
+                    "- {}, {}, seed {}, against {}: relative Frobenius error {} (bound {}), max |error| {} (elementwise bound `{}`) over {} elements: {verdict}.",
                     file.device.name,
                     shape_text(r),
                     r.seed,
                     c.against,
-                    c.rel_fro,
-                    c.rel_fro_bound,
+                    error_text(c.rel_fro, 2),
+                    error_text(c.rel_fro_bound, 1),
                     significant(c.max_abs, 3),
                     c.elementwise_bound.replace('`', "'"),
                     c.compared,
@@ -371,17 +422,32 @@ fn ratio_text(ratio: Option<f64>) -> String {
 
 /// The error against cuBLAS (`cublas`) or against the other reference (the previous step, the CPU).
 fn check_text(r: &StepRecord, cublas: bool) -> String {
-    let check = r.checks.iter().find(|c| c.against.to_ascii_lowercase().contains("cublas") == cublas);
+    let check = r
+        .checks
+        .iter()
+        .find(|c| c.against.to_ascii_lowercase().contains("cublas") == cublas);
     match check {
         None => "—".into(),
         Some(c) => {
             let mark = if c.passed { "" } else { " ✗" };
             if cublas {
-                format!("{:.1e}{mark}", c.rel_fro)
+                format!("{}{mark}", error_text(c.rel_fro, 1))
             } else {
-                format!("{:.1e} ({}){mark}", c.rel_fro, c.against)
+                format!("{} ({}){mark}", error_text(c.rel_fro, 1), c.against)
             }
         }
+    }
+}
+
+/// A relative error in exponent form with `decimals` after the point (`1.4e-4`); exactly zero (two
+/// outputs identical bit for bit) is written `0`.
+fn error_text(x: f64, decimals: usize) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.is_finite() {
+        format!("{x:.decimals$e}")
+    } else {
+        format!("{x}")
     }
 }
 
@@ -419,7 +485,11 @@ fn bytes_text(bytes: u64) -> String {
 /// One paragraph on the GPU and software a file was measured with, for the rows shown.
 fn device_text(file: &ResultsFile, step: Option<u8>) -> String {
     let d = &file.device;
-    let shown: Vec<&StepRecord> = file.records.iter().filter(|r| step.is_none_or(|s| r.step == s)).collect();
+    let shown: Vec<&StepRecord> = file
+        .records
+        .iter()
+        .filter(|r| step.is_none_or(|s| r.step == s))
+        .collect();
     let mut dates: Vec<&str> = shown.iter().map(|r| r.date.get(..10).unwrap_or(&r.date)).collect();
     dates.sort_unstable();
     dates.dedup();
@@ -469,7 +539,10 @@ mod tests {
     fn file() -> ResultsFile {
         ResultsFile {
             device: device("NVIDIA H100 80GB HBM3"),
-            records: vec![record_of(1, "naive", 4096, 100.0), record_of(3, "register_tiling", 4096, 4.0)],
+            records: vec![
+                record_of(1, "naive", 4096, 100.0),
+                record_of(3, "register_tiling", 4096, 4.0),
+            ],
         }
     }
 
@@ -478,49 +551,120 @@ mod tests {
         let text = "a {{#ladder-table}} b \\{{#ladder-figure}} c {{#include x.cu:kernel}} {{# open";
         let found = directives(text);
         let bodies: Vec<(&str, bool)> = found.iter().map(|d| (d.body, d.escaped)).collect();
-        assert_eq!(bodies, [("ladder-table", false), ("ladder-figure", true), ("include x.cu:kernel", false)]);
+        assert_eq!(
+            bodies,
+            [
+                ("ladder-table", false),
+                ("ladder-figure", true),
+                ("include x.cu:kernel", false)
+            ]
+        );
     }
 
     #[test]
     fn expands_tables_and_figures() {
         let pass = LadderResults::new(vec![file()]);
-        let text = pass.expand("# R\n\n{{#ladder-figure}}\n\n{{#ladder-table}}\n", Path::new("results.md")).unwrap();
+        let text = pass
+            .expand(
+                "# R\n\n{{#ladder-figure}}\n\n{{#ladder-table}}\n",
+                Path::new("results.md"),
+            )
+            .unwrap();
         assert!(text.contains("![TFLOPS ladder on NVIDIA H100 80GB HBM3](figures/ladder-nvidia-h100-80gb-hbm3.svg)"));
-        assert!(text.contains("| NVIDIA H100 80GB HBM3 | 01 naive | 4096³ | sm_90 | 100 | 1.37 |"), "{text}");
+        assert!(
+            text.contains("| NVIDIA H100 80GB HBM3 | 01 naive | 4096³ | sm_90 | 100 | 1.37 |"),
+            "{text}"
+        );
         assert!(text.contains("03 register_tiling"));
         assert!(!text.contains("{{#"));
 
-        let nested = pass.expand("{{#ladder-figure}}", Path::new("part/deeper/x.md")).unwrap();
+        let nested = pass
+            .expand("{{#ladder-figure}}", Path::new("part/deeper/x.md"))
+            .unwrap();
         assert!(nested.contains("](../../figures/ladder-nvidia-h100-80gb-hbm3.svg)"));
 
         let step = pass.expand("{{#ladder-table step03}}", Path::new("step03.md")).unwrap();
         assert!(!step.contains("01 naive") && step.contains("| 4.00 | 34.4 |"), "{step}");
-        assert!(step.contains("against cuBLAS bf16: relative Frobenius error 1.25e-3 (bound 1.0e-2)"), "{step}");
+        assert!(
+            step.contains("against cuBLAS bf16: relative Frobenius error 1.25e-3 (bound 1.0e-2)"),
+            "{step}"
+        );
         assert!(step.contains("cargo run --release --bin step03 -- --size 4096 --seed 42"));
 
         let escaped = pass.expand("\\{{#ladder-table}}", Path::new("x.md")).unwrap();
         assert_eq!(escaped, "\\{{#ladder-table}}");
-        assert!(pass.expand("{{#ladder-tabel}}", Path::new("x.md")).unwrap_err().to_string().contains("unknown"));
+        assert!(pass
+            .expand("{{#ladder-tabel}}", Path::new("x.md"))
+            .unwrap_err()
+            .to_string()
+            .contains("unknown"));
         assert!(pass.expand("{{#ladder-table 3}}", Path::new("x.md")).is_err());
     }
 
     #[test]
     fn says_how_to_record_when_empty() {
         let pass = LadderResults::new(Vec::new());
-        let text = pass.expand("{{#ladder-table}}\n{{#ladder-figure}}\n", Path::new("results.md")).unwrap();
-        assert!(text.contains("Nothing has been recorded on a GPU yet") && text.contains("cargo run --release --bin ladder"));
+        let text = pass
+            .expand("{{#ladder-table}}\n{{#ladder-figure}}\n", Path::new("results.md"))
+            .unwrap();
+        assert!(
+            text.contains("Nothing has been recorded on a GPU yet")
+                && text.contains("cargo run --release --bin ladder")
+        );
         let one = LadderResults::new(vec![file()]);
         let text = one.expand("{{#ladder-table step02}}", Path::new("s.md")).unwrap();
-        assert!(text.contains("Step 02 has not been recorded") && text.contains("--bin step02"), "{text}");
+        assert!(
+            text.contains("Step 02 has not been recorded") && text.contains("--bin step02"),
+            "{text}"
+        );
     }
 
     #[test]
     fn anchors_are_matched_whole() {
-        let src = "// ANCHOR: load_tile\nx\n// ANCHOR_END: load_tile\n// ANCHOR: kernel_body\n// ANCHOR_END: kernel_body\n";
+        let src =
+            "// ANCHOR: load_tile\nx\n// ANCHOR_END: load_tile\n// ANCHOR: kernel_body\n// ANCHOR_END: kernel_body\n";
         assert!(has_anchor(src, "load_tile"));
         assert!(!has_anchor(src, "load"));
         assert!(!has_anchor(src, "kernel"));
         assert!(!has_anchor("// ANCHOR_END: a\n// ANCHOR: a\n", "a"));
+    }
+
+    #[test]
+    fn a_missing_anchor_or_file_fails_the_build_and_says_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("book/src")).unwrap();
+        std::fs::write(
+            root.join("book/book.toml"),
+            "[book]\ntitle = \"t\"\n[build]\ncreate-missing = false\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("book/src/SUMMARY.md"), "# Summary\n\n[One](one.md)\n").unwrap();
+        std::fs::write(root.join("k.cu"), "// ANCHOR: body\nint x;\n// ANCHOR_END: body\n").unwrap();
+        let chapter = |text: &str| std::fs::write(root.join("book/src/one.md"), text).unwrap();
+        let out = root.join("out");
+
+        chapter("```cpp\n{{#include ../../k.cu:body}}\n```\n\n{{#ladder-table}}\n");
+        let built = build(&root.join("book"), Some(&out)).unwrap();
+        let html = std::fs::read_to_string(built.join("one.html")).unwrap();
+        assert!(html.contains("int x;") && html.contains("Nothing has been recorded on a GPU yet"));
+
+        chapter("{{#include ../../k.cu:bdy}}\n");
+        let err = build(&root.join("book"), Some(&out)).unwrap_err().to_string();
+        assert!(err.contains("one.md") && err.contains("ANCHOR: bdy"), "{err}");
+
+        chapter("{{#include ../../nowhere.cu}}\n\\{{#include ../../nowhere.cu}}\n");
+        let err = build(&root.join("book"), Some(&out)).unwrap_err().to_string();
+        assert!(
+            err.contains("nowhere.cu") && err.matches("nowhere.cu").count() == 2,
+            "only the unescaped one: {err}"
+        );
+
+        chapter("{{#ladder-tabel}}\n");
+        assert!(build(&root.join("book"), Some(&out))
+            .unwrap_err()
+            .to_string()
+            .contains("unknown directive"));
     }
 
     #[test]
@@ -532,5 +676,8 @@ mod tests {
         assert_eq!(parse_step("step03"), Some(3));
         assert_eq!(parse_step("step3"), None);
         assert_eq!(parse_step("03"), None);
+        assert_eq!(error_text(0.0, 1), "0");
+        assert_eq!(error_text(1.412e-4, 1), "1.4e-4");
+        assert_eq!(error_text(f64::NAN, 1), "NaN");
     }
 }

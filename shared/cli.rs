@@ -80,7 +80,11 @@ impl CommonArgs {
     pub fn shapes(&self) -> Vec<Shape> {
         if self.m.is_some() || self.n.is_some() || self.k.is_some() {
             let size = self.size.first().copied().unwrap_or(4096);
-            vec![Shape::new(self.m.unwrap_or(size), self.n.unwrap_or(size), self.k.unwrap_or(size))]
+            vec![Shape::new(
+                self.m.unwrap_or(size),
+                self.n.unwrap_or(size),
+                self.k.unwrap_or(size),
+            )]
         } else {
             self.size.iter().map(|&s| Shape::square(s)).collect()
         }
@@ -91,13 +95,19 @@ impl CommonArgs {
         if let Some(dir) = &self.book {
             return Some(dir.clone());
         }
-        [PathBuf::from("book"), Path::new(env!("CARGO_MANIFEST_DIR")).join("book")]
-            .into_iter()
-            .find(|d| d.join("book.toml").is_file())
+        [
+            PathBuf::from("book"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("book"),
+        ]
+        .into_iter()
+        .find(|d| d.join("book.toml").is_file())
     }
 
     fn options(&self) -> RunOptions {
-        RunOptions { check_only: self.check, iters: self.iters }
+        RunOptions {
+            check_only: self.check,
+            iters: self.iters,
+        }
     }
 }
 
@@ -118,11 +128,15 @@ fn emit(step: &Step, what: Emit, arch: Option<&str>) -> Result<()> {
             }
         },
     };
-    let file = step.kernels.iter().find(|k| k.targets.compiles_for(arch)).ok_or_else(|| Error::Unsupported {
-        step: step.binary(),
-        needs: step.needs(),
-        found: format!("--arch {arch}"),
-    })?;
+    let file = step
+        .kernels
+        .iter()
+        .find(|k| k.targets.compiles_for(arch))
+        .ok_or_else(|| Error::Unsupported {
+            step: step.binary(),
+            needs: step.needs(),
+            found: format!("--arch {arch}"),
+        })?;
     match what {
         Emit::Ptx => {
             let ptx = nvrtc::compile(file, arch, Output::Ptx)?;
@@ -176,12 +190,22 @@ pub fn step_main(id: u8) -> Result<()> {
     let shapes = args.common.shapes();
     for shape in &shapes {
         if let Some(rule) = shape.contract_violation() {
-            return Err(Error::Shape { step: step.binary(), m: shape.m, n: shape.n, k: shape.k, rule });
+            return Err(Error::Shape {
+                step: step.binary(),
+                m: shape.m,
+                n: shape.n,
+                k: shape.k,
+                rule,
+            });
         }
     }
     let mut gpu = Some(open_for_running()?);
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
-    println!("{}: {} — seed {seed} (repeat with --seed {seed})", step.binary(), step.title);
+    println!(
+        "{}: {} — seed {seed} (repeat with --seed {seed})",
+        step.binary(),
+        step.title
+    );
     let mut records = Vec::new();
     for shape in shapes {
         let mut session = Session::new(gpu.take().expect("one GPU per shape, returned below"), shape, seed)?;
@@ -220,7 +244,8 @@ pub fn ladder_main() -> Result<()> {
     if args.no_book {
         return Ok(());
     }
-    let book_dir = book_dir.ok_or_else(|| Error::Usage("no book/ folder found: run from the crate root or pass --book DIR".into()))?;
+    let book_dir = book_dir
+        .ok_or_else(|| Error::Usage("no book/ folder found: run from the crate root or pass --book DIR".into()))?;
     figure::regenerate_all(&book_dir)?;
     let out = book::build(&book_dir, None)?;
     println!("book: {}", out.join("index.html").display());
@@ -235,9 +260,15 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
         gpu.info.name, gpu.info.compute_capability, gpu.info.driver, gpu.info.nvrtc
     );
     let shapes = args.common.shapes();
-    let runnable: Vec<&Step> =
-        steps::ALL.iter().copied().filter(|s| s.kernel_for_device(gpu.major, gpu.minor).is_some()).collect();
-    for step in steps::ALL.iter().filter(|s| s.kernel_for_device(gpu.major, gpu.minor).is_none()) {
+    let runnable: Vec<&Step> = steps::ALL
+        .iter()
+        .copied()
+        .filter(|s| s.kernel_for_device(gpu.major, gpu.minor).is_some())
+        .collect();
+    for step in steps::ALL
+        .iter()
+        .filter(|s| s.kernel_for_device(gpu.major, gpu.minor).is_none())
+    {
         println!("{} skipped: it needs {}", step.binary(), step.needs());
     }
     let bar = ProgressBar::new((runnable.len() * shapes.len()) as u64);
@@ -270,10 +301,17 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
     if !records.is_empty() {
         report::print_results(&records);
     }
-    record(&args.common, gpu.as_ref().expect("returned by the last session"), &records)?;
+    record(
+        &args.common,
+        gpu.as_ref().expect("returned by the last session"),
+        &records,
+    )?;
     if failures.is_empty() {
         Ok(())
     } else {
-        Err(Error::Verification(format!("{} failed verification (see above)", failures.join(", "))))
+        Err(Error::Verification(format!(
+            "{} failed verification (see above)",
+            failures.join(", ")
+        )))
     }
 }

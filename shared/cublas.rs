@@ -22,15 +22,20 @@ fn check(status: sys::cublasStatus_t, what: &str) -> Result<()> {
     if status == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
         Ok(())
     } else {
-        Err(Error::Cuda { context: what.to_string(), detail: format!("{status:?}") })
+        Err(Error::Cuda {
+            context: what.to_string(),
+            detail: format!("{status:?}"),
+        })
     }
 }
 
 impl Cublas {
     pub fn new(stream: Arc<CudaStream>) -> Result<Cublas> {
         libs::require_cublas()?;
-        let blas = CudaBlas::new(stream)
-            .map_err(|e| Error::Cuda { context: "creating a cuBLAS handle".into(), detail: format!("{e:?}") })?;
+        let blas = CudaBlas::new(stream).map_err(|e| Error::Cuda {
+            context: "creating a cuBLAS handle".into(),
+            detail: format!("{e:?}"),
+        })?;
         Ok(Cublas { blas })
     }
 

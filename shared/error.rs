@@ -14,7 +14,13 @@ pub enum Error {
     #[error("cuBLAS (libcublas) not found: install a CUDA toolkit or `pip install nvidia-cublas`, and put its lib folder on LD_LIBRARY_PATH")]
     NoCublas,
     #[error("shape {m}x{n}x{k} refused by {step}: {rule}")]
-    Shape { step: String, m: usize, n: usize, k: usize, rule: String },
+    Shape {
+        step: String,
+        m: usize,
+        n: usize,
+        k: usize,
+        rule: String,
+    },
     #[error("{step} needs {needs}, but this GPU is {found}")]
     Unsupported { step: String, needs: String, found: String },
     #[error("NVRTC could not compile {file} for {arch}:\n{log}")]

@@ -74,7 +74,10 @@ fn write_if_changed(path: &Path, text: &str) -> Result<()> {
     std::fs::write(&tmp, text).map_err(Error::io(format!("writing {}", tmp.display())))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        Error::Io { context: format!("replacing {}", path.display()), source: e }
+        Error::Io {
+            context: format!("replacing {}", path.display()),
+            source: e,
+        }
     })
 }
 
@@ -83,9 +86,18 @@ fn one_two_five(x: f64, up: bool) -> f64 {
     let decade = 10f64.powf(x.log10().floor());
     let steps = [1.0, 2.0, 5.0, 10.0];
     if up {
-        steps.iter().map(|m| m * decade).find(|v| *v >= x * (1.0 - 1e-12)).unwrap_or(10.0 * decade)
+        steps
+            .iter()
+            .map(|m| m * decade)
+            .find(|v| *v >= x * (1.0 - 1e-12))
+            .unwrap_or(10.0 * decade)
     } else {
-        steps.iter().rev().map(|m| m * decade).find(|v| *v <= x * (1.0 + 1e-12)).unwrap_or(decade)
+        steps
+            .iter()
+            .rev()
+            .map(|m| m * decade)
+            .find(|v| *v <= x * (1.0 + 1e-12))
+            .unwrap_or(decade)
     }
 }
 
@@ -126,7 +138,11 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     }
     values.sort_by(f64::total_cmp);
     let n = values.len();
-    Some(if n % 2 == 1 { values[n / 2] } else { 0.5 * (values[n / 2 - 1] + values[n / 2]) })
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        0.5 * (values[n / 2 - 1] + values[n / 2])
+    })
 }
 
 impl LadderData {
@@ -146,11 +162,19 @@ impl LadderData {
             points.sort_by_key(|p| p.0);
         }
         // The ladder's own size is 4096 (every step's default); otherwise the largest one measured.
-        let reference_size =
-            if series.contains_key(&4096) { Some(4096) } else { series.keys().next_back().copied() };
+        let reference_size = if series.contains_key(&4096) {
+            Some(4096)
+        } else {
+            series.keys().next_back().copied()
+        };
         let at_size = |r: &&&StepRecord| Some(r.shape.m) == reference_size;
         let cublas_bf16 = median(
-            square.iter().filter(at_size).map(|r| r.cublas_bf16.tflops).filter(|t| *t > 0.0).collect(),
+            square
+                .iter()
+                .filter(at_size)
+                .map(|r| r.cublas_bf16.tflops)
+                .filter(|t| *t > 0.0)
+                .collect(),
         );
         let cublas_sgemm = median(
             square
@@ -160,9 +184,20 @@ impl LadderData {
                 .filter(|t| *t > 0.0)
                 .collect(),
         );
-        let last_date =
-            square.iter().map(|r| r.date.get(..10).unwrap_or(&r.date)).max().unwrap_or("").to_string();
-        LadderData { steps: steps.into_iter().collect(), series, reference_size, cublas_bf16, cublas_sgemm, last_date }
+        let last_date = square
+            .iter()
+            .map(|r| r.date.get(..10).unwrap_or(&r.date))
+            .max()
+            .unwrap_or("")
+            .to_string();
+        LadderData {
+            steps: steps.into_iter().collect(),
+            series,
+            reference_size,
+            cublas_bf16,
+            cublas_sgemm,
+            last_date,
+        }
     }
 
     /// The y range, padded so that value labels fit, on 1-2-5 boundaries.
@@ -194,7 +229,7 @@ fn cube(size: usize) -> String {
 fn ladder_svg(file: &ResultsFile) -> Result<String> {
     let data = LadderData::of(file);
     let n = data.steps.len().max(1);
-    let width = (180 + 115 * n as u32).max(760);
+    let width = (180 + 115 * n as u32).max(900);
     let height = 600;
     let mut svg = String::new();
     {
@@ -219,18 +254,26 @@ fn draw_ladder(
     root.draw(&Text::new(
         title,
         (width as i32 / 2, 14),
-        TextStyle::from((FONT, 24).into_font()).color(&INK).pos(Pos::new(HPos::Center, VPos::Top)),
+        TextStyle::from((FONT, 24).into_font())
+            .color(&INK)
+            .pos(Pos::new(HPos::Center, VPos::Top)),
     ))?;
     let subtitle = format!(
-        "C = A·Bᵀ, bf16 in, fp32 accumulate · median TFLOPS per step, log scale · compute capability {} · driver {} · {}",
+        "C = A·Bᵀ, bf16 in, fp32 accumulate · median of timed runs · compute capability {} · CUDA driver {} · {}",
         file.device.compute_capability,
         file.device.driver,
-        if data.last_date.is_empty() { "no square runs yet" } else { &data.last_date },
+        if data.last_date.is_empty() {
+            "no square runs yet"
+        } else {
+            &data.last_date
+        },
     );
     root.draw(&Text::new(
         subtitle,
         (width as i32 / 2, 42),
-        TextStyle::from((FONT, 15).into_font()).color(&INK).pos(Pos::new(HPos::Center, VPos::Top)),
+        TextStyle::from((FONT, 15).into_font())
+            .color(&INK)
+            .pos(Pos::new(HPos::Center, VPos::Top)),
     ))?;
 
     let n = data.steps.len().max(1);
@@ -248,7 +291,7 @@ fn draw_ladder(
         .disable_x_mesh()
         .x_labels(0)
         .y_labels(40)
-        .y_label_formatter(&|v| log_tick_label(*v))
+        .y_label_formatter(&|_| String::new())
         .y_desc("TFLOPS")
         .axis_desc_style((FONT, 17))
         .label_style((FONT, 15))
@@ -256,6 +299,21 @@ fn draw_ladder(
         .light_line_style(TRANSPARENT)
         .axis_style(INK)
         .draw()?;
+
+    // Y labels at 1, 2 and 5 × 10^k only. Drawn here rather than by the mesh, whose log-scale key
+    // points repeat each power of ten (the text would be written twice, on top of itself).
+    let mut tick = one_two_five(y_lo, true);
+    while tick <= y_hi * (1.0 + 1e-9) {
+        let (px, py) = chart.backend_coord(&(0.0, tick));
+        root.draw(&Text::new(
+            log_tick_label(tick),
+            (px - 10, py),
+            TextStyle::from((FONT, 15).into_font())
+                .color(&INK)
+                .pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+        tick = one_two_five(tick * 1.5, true);
+    }
 
     // Step labels under the axis, staggered over two rows when the names would collide.
     let stagger = n > 6;
@@ -266,7 +324,9 @@ fn draw_ladder(
         root.draw(&Text::new(
             label.clone(),
             (px, py + 8 + row),
-            TextStyle::from((FONT, 16).into_font()).color(&INK).pos(Pos::new(HPos::Center, VPos::Top)),
+            TextStyle::from((FONT, 16).into_font())
+                .color(&INK)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
 
@@ -276,7 +336,9 @@ fn draw_ladder(
         ("cuBLAS SGEMM (fp32)", data.cublas_sgemm, CUBLAS_SGEMM),
     ];
     for (name, value, colour) in references {
-        let (Some(value), Some(size)) = (value, data.reference_size) else { continue };
+        let (Some(value), Some(size)) = (value, data.reference_size) else {
+            continue;
+        };
         let style = colour.stroke_width(2);
         chart
             .draw_series(DashedLineSeries::new([(0.0, value), (n as f64, value)], 8, 5, style))?
@@ -286,7 +348,9 @@ fn draw_ladder(
         root.draw(&Text::new(
             format!("{name}, {}", cube(size)),
             (px + 6, py - 3),
-            TextStyle::from((FONT, 14).into_font()).color(&colour).pos(Pos::new(HPos::Left, VPos::Bottom)),
+            TextStyle::from((FONT, 14).into_font())
+                .color(&colour)
+                .pos(Pos::new(HPos::Left, VPos::Bottom)),
         ))?;
     }
 
@@ -295,7 +359,11 @@ fn draw_ladder(
     for (j, (size, points)) in data.series.iter().enumerate() {
         let colour = SERIES[j % SERIES.len()];
         // Sizes sit side by side within a step's slot.
-        let offset = if count == 1 { 0.0 } else { -0.18 + 0.36 * j as f64 / (count - 1) as f64 };
+        let offset = if count == 1 {
+            0.0
+        } else {
+            -0.18 + 0.36 * j as f64 / (count - 1) as f64
+        };
         let xy: Vec<(f64, f64)> = points
             .iter()
             .filter_map(|(step, t)| data.x_of(*step).map(|i| (i as f64 + 0.5 + offset, *t)))
@@ -306,9 +374,7 @@ fn draw_ladder(
         let entry = match j % 3 {
             0 => chart.draw_series(points.map(|p| Circle::new(p, 5, style)))?,
             1 => chart.draw_series(points.map(|p| TriangleMarker::new(p, 7, style)))?,
-            _ => chart.draw_series(
-                points.map(|p| EmptyElement::at(p) + Rectangle::new([(-5, -5), (5, 5)], style)),
-            )?,
+            _ => chart.draw_series(points.map(|p| EmptyElement::at(p) + Rectangle::new([(-5, -5), (5, 5)], style)))?,
         };
         let entry = entry.label(format!("this crate, {}", cube(*size)));
         match j % 3 {
@@ -317,13 +383,19 @@ fn draw_ladder(
             _ => entry.legend(move |(x, y)| Rectangle::new([(x + 5, y - 5), (x + 15, y + 5)], style)),
         };
         // Labels point away from the neighbouring size: left of the left series, right of the others.
-        let (h, dx) = if count > 1 && j == 0 { (HPos::Right, -9) } else { (HPos::Left, 9) };
+        let (h, dx) = if count > 1 && j == 0 {
+            (HPos::Right, -9)
+        } else {
+            (HPos::Left, 9)
+        };
         for &(x, t) in &xy {
             let (px, py) = chart.backend_coord(&(x, t));
             root.draw(&Text::new(
                 significant(t, 3),
                 (px + dx, py),
-                TextStyle::from((FONT, 14).into_font()).color(&colour).pos(Pos::new(h, VPos::Center)),
+                TextStyle::from((FONT, 14).into_font())
+                    .color(&colour)
+                    .pos(Pos::new(h, VPos::Center)),
             ))?;
         }
     }
@@ -333,7 +405,9 @@ fn draw_ladder(
         root.draw(&Text::new(
             "no square-size runs recorded on this GPU yet",
             (px, py),
-            TextStyle::from((FONT, 16).into_font()).color(&INK).pos(Pos::new(HPos::Center, VPos::Center)),
+            TextStyle::from((FONT, 16).into_font())
+                .color(&INK)
+                .pos(Pos::new(HPos::Center, VPos::Center)),
         ))?;
     } else {
         chart
@@ -376,7 +450,10 @@ mod tests {
                 records.push(record_of(i as u8 + 1, name, 8192, t * 8.5));
             }
         }
-        ResultsFile { device: device("NVIDIA H100 80GB HBM3"), records }
+        ResultsFile {
+            device: device("NVIDIA H100 80GB HBM3"),
+            records,
+        }
     }
 
     #[test]
@@ -402,7 +479,13 @@ mod tests {
         let a = std::fs::read(&first).unwrap();
         assert_eq!(a, std::fs::read(&second).unwrap());
         let svg = String::from_utf8(a).unwrap();
-        for label in ["01 naive", "02 smem_tiling", "03 register_tiling", "09 epilogue_double_buffer", "11 mxfp8"] {
+        for label in [
+            "01 naive",
+            "02 smem_tiling",
+            "03 register_tiling",
+            "09 epilogue_double_buffer",
+            "11 mxfp8",
+        ] {
             assert!(svg.contains(label), "{label} missing");
         }
         assert!(svg.contains("NVIDIA H100 80GB HBM3"));

@@ -51,7 +51,9 @@ impl Gpu {
         let mut driver = 0;
         // SAFETY: one out-pointer to a live integer.
         unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
-        let nvrtc = crate::nvrtc::version().map(|(a, b)| format!("{a}.{b}")).unwrap_or_else(|_| "absent".into());
+        let nvrtc = crate::nvrtc::version()
+            .map(|(a, b)| format!("{a}.{b}"))
+            .unwrap_or_else(|_| "absent".into());
         let info = DeviceInfo {
             name: ctx.name().map_err(Error::cuda("reading the device name"))?,
             compute_capability: format!("{major}.{minor}"),
@@ -63,7 +65,14 @@ impl Gpu {
             driver: version_text(driver),
             nvrtc,
         };
-        Ok(Gpu { ctx, stream, info, major, minor, l2_bytes })
+        Ok(Gpu {
+            ctx,
+            stream,
+            info,
+            major,
+            minor,
+            l2_bytes,
+        })
     }
 
     /// Free device memory in bytes.
@@ -98,7 +107,10 @@ pub fn wait_for(event: &CudaEvent, what: &str, deadline: Duration) -> Result<()>
             Err(e) => return Err(Error::cuda(format!("running {what}"))(e)),
         }
         if start.elapsed() > deadline {
-            let hung = Error::Hung { what: what.to_string(), seconds: deadline.as_secs_f64() };
+            let hung = Error::Hung {
+                what: what.to_string(),
+                seconds: deadline.as_secs_f64(),
+            };
             eprintln!("error: {hung}");
             std::process::exit(hung.exit_code() as i32);
         }

@@ -9,6 +9,7 @@ pub mod arch;
 pub mod book;
 pub mod cli;
 pub mod cublas;
+pub mod encoding;
 pub mod error;
 pub mod figure;
 pub mod gpu;
@@ -21,6 +22,7 @@ pub mod results;
 pub mod session;
 pub mod steps;
 pub mod timing;
+pub mod tma;
 pub mod verify;
 
 /// The revision of the code this binary was built from (`git describe --dirty`).

@@ -13,7 +13,11 @@ use std::path::Path;
 use std::process::Command;
 
 /// Every header a kernel may `#include`, by the name it uses.
-pub const HEADERS: &[(&str, &str)] = &[("common.cuh", include_str!("cuda/common.cuh"))];
+pub const HEADERS: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("cuda/common.cuh")),
+    ("mbarrier.cuh", include_str!("cuda/mbarrier.cuh")),
+    ("tma.cuh", include_str!("cuda/tma.cuh")),
+];
 
 /// What to ask NVRTC for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,9 +48,17 @@ pub fn version() -> Result<(i32, i32)> {
     Ok((major, minor))
 }
 
-/// The `-D` options, in the order the step lists them.
+/// The `-D` options, in the order the step lists them. Small values stay plain decimals (so `BM` is an
+/// ordinary `int` in the kernel); 64-bit encodings are written as unsigned hex.
 fn define_options(kernel: &KernelFile) -> Vec<String> {
-    kernel.defines.iter().map(|(name, value)| format!("-D{name}={value}")).collect()
+    kernel
+        .defines
+        .iter()
+        .map(|(name, value)| match *value {
+            v if v <= i32::MAX as u64 => format!("-D{name}={v}"),
+            v => format!("-D{name}={v:#x}ULL"),
+        })
+        .collect()
 }
 
 /// Compiles one kernel file for `arch`.
@@ -66,14 +78,20 @@ pub fn compile(kernel: &KernelFile, arch: Arch, output: Output) -> Result<Compil
     let fail = |what: &str, code: sys::nvrtcResult| Error::Other(format!("NVRTC {what}: {code:?}"));
     let source = CString::new(kernel.source).map_err(|_| Error::Other("NUL in kernel source".into()))?;
     let name = CString::new(kernel.path).map_err(|_| Error::Other("NUL in kernel path".into()))?;
-    let header_sources: Vec<CString> =
-        HEADERS.iter().map(|(_, text)| CString::new(*text).expect("header text has no NUL")).collect();
-    let header_names: Vec<CString> =
-        HEADERS.iter().map(|(n, _)| CString::new(*n).expect("header name has no NUL")).collect();
+    let header_sources: Vec<CString> = HEADERS
+        .iter()
+        .map(|(_, text)| CString::new(*text).expect("header text has no NUL"))
+        .collect();
+    let header_names: Vec<CString> = HEADERS
+        .iter()
+        .map(|(n, _)| CString::new(*n).expect("header name has no NUL"))
+        .collect();
     let source_ptrs: Vec<*const c_char> = header_sources.iter().map(|s| s.as_ptr()).collect();
     let name_ptrs: Vec<*const c_char> = header_names.iter().map(|s| s.as_ptr()).collect();
-    let option_strings: Vec<CString> =
-        options.iter().map(|o| CString::new(o.as_str()).expect("option has no NUL")).collect();
+    let option_strings: Vec<CString> = options
+        .iter()
+        .map(|o| CString::new(o.as_str()).expect("option has no NUL"))
+        .collect();
     let option_ptrs: Vec<*const c_char> = option_strings.iter().map(|s| s.as_ptr()).collect();
 
     let mut program: sys::nvrtcProgram = std::ptr::null_mut();
@@ -97,7 +115,11 @@ pub fn compile(kernel: &KernelFile, arch: Arch, output: Output) -> Result<Compil
     let result = if compiled == sys::nvrtcResult::NVRTC_SUCCESS {
         unsafe { program_output(program, output) }.map(|bytes| Compiled { arch, bytes, log })
     } else {
-        Err(Error::Compile { file: kernel.path.to_string(), arch: target.clone(), log })
+        Err(Error::Compile {
+            file: kernel.path.to_string(),
+            arch: target.clone(),
+            log,
+        })
     };
     // SAFETY: destroyed once, after its last use.
     unsafe { sys::nvrtcDestroyProgram(&mut program) };
@@ -168,7 +190,9 @@ pub struct AssemblyReport {
 
 /// Assembles PTX with `ptxas` for `arch` (a real `sm_` target). `None` when ptxas is not installed.
 pub fn assemble(ptx: &[u8], arch: Arch, label: &str) -> Result<Option<AssemblyReport>> {
-    let Some(ptxas) = libs::find_tool("ptxas") else { return Ok(None) };
+    let Some(ptxas) = libs::find_tool("ptxas") else {
+        return Ok(None);
+    };
     let dir = std::env::temp_dir().join(format!("gemm-ladder-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(Error::io("creating a temporary folder for ptxas"))?;
     let stem = label.replace(['/', '.'], "_");
@@ -185,9 +209,17 @@ pub fn assemble(ptx: &[u8], arch: Arch, label: &str) -> Result<Option<AssemblyRe
         .map_err(Error::io(format!("running {}", ptxas.display())))?;
     let _ = std::fs::remove_file(&input);
     let _ = std::fs::remove_file(&output);
-    let log = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
     if !run.status.success() {
-        return Err(Error::Assemble { file: label.to_string(), arch: arch.sm(), log });
+        return Err(Error::Assemble {
+            file: label.to_string(),
+            arch: arch.sm(),
+            log,
+        });
     }
     Ok(Some(parse_ptxas_report(&log)))
 }
@@ -215,7 +247,9 @@ pub fn disassemble(cubin: &[u8], label: &str) -> Result<String> {
     std::fs::write(&file, cubin).map_err(Error::io("writing the cubin"))?;
     let attempt = |tool: &Path, args: &[&str]| -> Option<String> {
         let out = Command::new(tool).args(args).arg(&file).output().ok()?;
-        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     };
     let sass = libs::find_tool("cuobjdump")
         .and_then(|t| attempt(&t, &["--dump-sass"]))

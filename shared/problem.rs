@@ -23,7 +23,11 @@ impl Shape {
     }
 
     pub const fn square(size: usize) -> Shape {
-        Shape { m: size, n: size, k: size }
+        Shape {
+            m: size,
+            n: size,
+            k: size,
+        }
     }
 
     /// Floating-point operations of one GEMM: a multiply and an add per (i, j, k).
@@ -37,14 +41,16 @@ impl Shape {
         if self.m == 0 || self.n == 0 {
             return Some("M and N must be at least 1".into());
         }
-        if self.k < 8 || self.k % 8 != 0 {
+        if self.k < 8 || !self.k.is_multiple_of(8) {
             return Some(format!(
                 "K must be at least 8 and a multiple of 8 (a bf16 row must span a multiple of 16 bytes); K = {}",
                 self.k
             ));
         }
         if self.m > MAX_DIM || self.n > MAX_DIM || self.k > MAX_DIM {
-            return Some(format!("each of M, N and K must be at most {MAX_DIM} (2^20); got {self}"));
+            return Some(format!(
+                "each of M, N and K must be at most {MAX_DIM} (2^20); got {self}"
+            ));
         }
         None
     }
@@ -125,7 +131,10 @@ mod tests {
         assert!(Shape::new(0, 4, 8).contract_violation().is_some());
         assert!(Shape::new(4, 0, 8).contract_violation().is_some());
         assert!(Shape::new(4, 4, 4).contract_violation().is_some());
-        assert!(Shape::new(4, 4, 12).contract_violation().unwrap().contains("multiple of 8"));
+        assert!(Shape::new(4, 4, 12)
+            .contract_violation()
+            .unwrap()
+            .contains("multiple of 8"));
     }
 
     #[test]

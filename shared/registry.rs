@@ -5,8 +5,9 @@
 //! its predecessor for verification.
 
 use crate::arch::Arch;
+use crate::error::{Error, Result};
 use crate::problem::Shape;
-use cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 /// Which GPUs a kernel file is written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,8 +79,9 @@ pub struct GemmOperands {
     pub shape: Shape,
 }
 
-/// Enqueues one GEMM on `stream`. This is where a step says its grid, block and shared memory.
-pub type LaunchFn = fn(&CudaFunction, &CudaStream, &GemmOperands) -> Result<(), DriverError>;
+/// Enqueues one GEMM on `stream`. This is where a step says its grid, block and shared memory, and
+/// builds whatever its kernel takes besides pointers (tensor maps).
+pub type LaunchFn = fn(&CudaFunction, &CudaStream, &GemmOperands) -> Result<()>;
 
 /// One kernel source file and how to launch it.
 pub struct KernelFile {
@@ -134,11 +136,13 @@ pub fn launch_with_pointers(
     stream: &CudaStream,
     ops: &GemmOperands,
     config: LaunchConfig,
-) -> Result<(), DriverError> {
+) -> Result<()> {
     let (m, n, k) = (ops.shape.m as i32, ops.shape.n as i32, ops.shape.k as i32);
     let mut args = stream.launch_builder(function);
     args.arg(&ops.a).arg(&ops.b).arg(&ops.c).arg(&m).arg(&n).arg(&k);
     // SAFETY: the argument list matches the signature above; the pointers address buffers of the
     // sizes `ops.shape` implies.
-    unsafe { args.launch(config) }.map(|_| ())
+    unsafe { args.launch(config) }
+        .map(|_| ())
+        .map_err(Error::cuda("launching a kernel"))
 }

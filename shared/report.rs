@@ -110,7 +110,11 @@ pub fn print_results(records: &[StepRecord]) {
             tflops: format!("{:.1}", r.time.tflops),
             vs_bf16: format!("{:.3}", r.ratio_bf16),
             vs_sgemm: r.ratio_sgemm.map(|x| format!("{x:.3}")).unwrap_or_default(),
-            err_prev: r.checks.first().map(|c| format!("{:.1e} ({})", c.rel_fro, c.against)).unwrap_or_default(),
+            err_prev: r
+                .checks
+                .first()
+                .map(|c| format!("{:.1e} ({})", c.rel_fro, c.against))
+                .unwrap_or_default(),
             err_cublas: err("cuBLAS"),
             regs: opt(r.registers),
             smem: opt(r.static_smem_bytes.map(|s| s + r.dynamic_smem_bytes)),

@@ -211,7 +211,10 @@ pub fn record(book_dir: &Path, device: &DeviceInfo, records: &[StepRecord]) -> R
     let mut file = if path.exists() {
         load(&path)?
     } else {
-        ResultsFile { device: device.clone(), records: Vec::new() }
+        ResultsFile {
+            device: device.clone(),
+            records: Vec::new(),
+        }
     };
     file.device = device.clone();
     file.merge(records);
@@ -268,21 +271,27 @@ fn stable_json(file: &ResultsFile) -> serde_json::Result<String> {
 fn write_atomic(path: &Path, file: &ResultsFile) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
-    let mut text = stable_json(file)
-        .map_err(|e| Error::Other(format!("serialising the results for {}: {e}", path.display())))?;
+    let mut text =
+        stable_json(file).map_err(|e| Error::Other(format!("serialising the results for {}: {e}", path.display())))?;
     text.push('\n');
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("results.json");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, text).map_err(Error::io(format!("writing {}", tmp.display())))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        Error::Io { context: format!("replacing {}", path.display()), source: e }
+        Error::Io {
+            context: format!("replacing {}", path.display()),
+            source: e,
+        }
     })
 }
 
 /// The current time, UTC, as RFC 3339 with whole seconds: `2025-11-21T04:26:07Z`.
 pub fn utc_now_rfc3339() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     rfc3339_from_unix(secs as i64)
 }
 
@@ -351,7 +360,13 @@ pub(crate) mod tests {
     }
 
     fn timing(shape: Shape, ms: f64) -> Timing {
-        Timing { median_ms: ms, min_ms: ms * 0.98, max_ms: ms * 1.05, runs: 50, tflops: tflops(&shape, ms) }
+        Timing {
+            median_ms: ms,
+            min_ms: ms * 0.98,
+            max_ms: ms * 1.05,
+            runs: 50,
+            tflops: tflops(&shape, ms),
+        }
     }
 
     /// A record whose kernel takes `ms` milliseconds; cuBLAS bf16 takes 0.2 ms per 4096³.
@@ -397,7 +412,10 @@ pub(crate) mod tests {
     fn slugs_are_lower_case_and_dashed() {
         assert_eq!(slug("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
         assert_eq!(slug("NVIDIA H200"), "nvidia-h200");
-        assert_eq!(slug("  NVIDIA  GeForce RTX 4090 (laptop) "), "nvidia-geforce-rtx-4090-laptop");
+        assert_eq!(
+            slug("  NVIDIA  GeForce RTX 4090 (laptop) "),
+            "nvidia-geforce-rtx-4090-laptop"
+        );
         assert_eq!(slug("NVIDIA H100 PCIe/MIG 1g.10gb"), "nvidia-h100-pcie-mig-1g-10gb");
         assert_eq!(slug("???"), "unknown-gpu");
     }
@@ -457,8 +475,15 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let book = dir.path();
         let dev = device("NVIDIA H100 80GB HBM3");
-        let path = record(book, &dev, &[record_of(2, "smem_tiling", 4096, 30.0), record_of(1, "naive", 4096, 90.0)])
-            .unwrap();
+        let path = record(
+            book,
+            &dev,
+            &[
+                record_of(2, "smem_tiling", 4096, 30.0),
+                record_of(1, "naive", 4096, 90.0),
+            ],
+        )
+        .unwrap();
         assert_eq!(path, book.join("src/results/nvidia-h100-80gb-hbm3.json"));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.ends_with("}\n"));
@@ -466,14 +491,24 @@ pub(crate) mod tests {
         // Same (step, shape) replaces; another shape of the same step is added; device info is updated.
         let mut dev2 = dev.clone();
         dev2.driver = "13.1".into();
-        record(book, &dev2, &[record_of(2, "smem_tiling", 4096, 20.0), record_of(2, "smem_tiling", 8192, 170.0)])
-            .unwrap();
+        record(
+            book,
+            &dev2,
+            &[
+                record_of(2, "smem_tiling", 4096, 20.0),
+                record_of(2, "smem_tiling", 8192, 170.0),
+            ],
+        )
+        .unwrap();
         let files = load_all(book).unwrap();
         assert_eq!(files.len(), 1);
         let file = &files[0];
         assert_eq!(file.device.driver, "13.1");
-        let keys: Vec<(u8, usize, f64)> =
-            file.records.iter().map(|r| (r.step, r.shape.m, r.time.median_ms)).collect();
+        let keys: Vec<(u8, usize, f64)> = file
+            .records
+            .iter()
+            .map(|r| (r.step, r.shape.m, r.time.median_ms))
+            .collect();
         assert_eq!(keys, vec![(1, 4096, 90.0), (2, 4096, 20.0), (2, 8192, 170.0)]);
         // No temporary file is left behind.
         assert_eq!(std::fs::read_dir(results_dir(book)).unwrap().count(), 1);
@@ -492,7 +527,10 @@ pub(crate) mod tests {
         assert_eq!(files[1].device, device("NVIDIA H200"));
         assert_eq!(files[1].records.len(), 1);
         let back = &files[1].records[0];
-        assert_eq!((back.step, &back.name, back.shape, &back.checks), (3, &a[0].name, a[0].shape, &a[0].checks));
+        assert_eq!(
+            (back.step, &back.name, back.shape, &back.checks),
+            (3, &a[0].name, a[0].shape, &a[0].checks)
+        );
         assert!((back.time.tflops - a[0].time.tflops).abs() <= 1e-12 * a[0].time.tflops);
         // Loading and saving again leaves the file byte-identical (no churn in records not re-run).
         let path = results_path(book, "NVIDIA H200");

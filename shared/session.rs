@@ -55,13 +55,20 @@ struct DeviceInputs {
     b: Vec<CudaSlice<u16>>,
 }
 
+/// fp32 copies of the same inputs (and an fp32 C) for timing cuBLAS SGEMM, made when first needed.
+struct Fp32Copies {
+    a: Vec<CudaSlice<f32>>,
+    b: Vec<CudaSlice<f32>>,
+    c: CudaSlice<f32>,
+}
+
 pub struct Session {
     pub gpu: Gpu,
     pub shape: Shape,
     pub inputs: Inputs,
     cublas: Cublas,
     device: DeviceInputs,
-    fp32: Option<(Vec<CudaSlice<f32>>, Vec<CudaSlice<f32>>, CudaSlice<f32>)>,
+    fp32: Option<Fp32Copies>,
     c: CudaSlice<u16>,
     kernels: HashMap<u8, LoadedKernel>,
     outputs: HashMap<u8, Vec<bf16>>,
@@ -83,7 +90,13 @@ fn input_copies(gpu: &Gpu, bytes_per_copy: u64) -> usize {
 impl Session {
     pub fn new(gpu: Gpu, shape: Shape, seed: u64) -> Result<Session> {
         if let Some(rule) = shape.contract_violation() {
-            return Err(Error::Shape { step: "the harness".into(), m: shape.m, n: shape.n, k: shape.k, rule });
+            return Err(Error::Shape {
+                step: "the harness".into(),
+                m: shape.m,
+                n: shape.n,
+                k: shape.k,
+                rule,
+            });
         }
         let inputs = Inputs::generate(shape, seed);
         let bytes_per_copy = 2 * (shape.m * shape.k + shape.n * shape.k) as u64;
@@ -100,7 +113,10 @@ impl Session {
         }
         let cublas = Cublas::new(gpu.stream.clone())?;
         let upload = |host: &[bf16]| -> Result<Vec<CudaSlice<u16>>> {
-            let first = gpu.stream.clone_htod(host.reinterpret_cast()).map_err(Error::cuda("uploading inputs"))?;
+            let first = gpu
+                .stream
+                .clone_htod(host.reinterpret_cast())
+                .map_err(Error::cuda("uploading inputs"))?;
             let mut all = vec![first];
             for _ in 1..copies {
                 let copy = gpu.stream.clone_dtod(&all[0]).map_err(Error::cuda("copying inputs"))?;
@@ -108,7 +124,10 @@ impl Session {
             }
             Ok(all)
         };
-        let device = DeviceInputs { a: upload(&inputs.a)?, b: upload(&inputs.b)? };
+        let device = DeviceInputs {
+            a: upload(&inputs.a)?,
+            b: upload(&inputs.b)?,
+        };
         // SAFETY: poisoned before every use.
         let c = unsafe { gpu.stream.alloc::<u16>(shape.m * shape.n) }.map_err(Error::cuda("allocating C"))?;
         Ok(Session {
@@ -153,16 +172,18 @@ impl Session {
     fn poison_c(&self) -> Result<()> {
         let (address, _sync) = self.c.device_ptr(&self.gpu.stream);
         // SAFETY: fills exactly C's elements, on our stream.
-        unsafe {
-            cudarc::driver::sys::cuMemsetD16Async(address, POISON, self.c.len(), self.gpu.stream.cu_stream())
-        }
-        .result()
-        .map_err(Error::cuda("poisoning C"))
+        unsafe { cudarc::driver::sys::cuMemsetD16Async(address, POISON, self.c.len(), self.gpu.stream.cu_stream()) }
+            .result()
+            .map_err(Error::cuda("poisoning C"))
     }
 
     fn read_c(&self, what: &str) -> Result<Vec<bf16>> {
         self.gpu.finish(what)?;
-        let bits = self.gpu.stream.clone_dtoh(&self.c).map_err(Error::cuda(format!("reading back {what}")))?;
+        let bits = self
+            .gpu
+            .stream
+            .clone_dtoh(&self.c)
+            .map_err(Error::cuda(format!("reading back {what}")))?;
         Ok(bits.into_iter().map(bf16::from_bits).collect())
     }
 
@@ -174,8 +195,7 @@ impl Session {
             let ops = self.operands(0);
             let kernel = &self.kernels[&id];
             let what = kernel.step.binary();
-            (kernel.file.launch)(&kernel.function, &self.gpu.stream, &ops)
-                .map_err(Error::cuda(format!("launching {what}")))?;
+            (kernel.file.launch)(&kernel.function, &self.gpu.stream, &ops)?;
             let out = self.read_c(&what)?;
             self.outputs.insert(id, out);
         }
@@ -187,7 +207,7 @@ impl Session {
     pub fn run_function(&mut self, function: &CudaFunction, launch: LaunchFn, what: &str) -> Result<Vec<bf16>> {
         self.poison_c()?;
         let ops = self.operands(0);
-        launch(function, &self.gpu.stream, &ops).map_err(Error::cuda(format!("launching {what}")))?;
+        launch(function, &self.gpu.stream, &ops)?;
         self.read_c(what)
     }
 
@@ -205,7 +225,8 @@ impl Session {
     /// The CPU f64 reference (full for small shapes, sampled for large), computed once.
     pub fn cpu_reference(&mut self) -> &Reference {
         let (inputs, shape) = (&self.inputs, self.shape);
-        self.cpu_reference.get_or_insert_with(|| verify::cpu_reference(&inputs.a, &inputs.b, shape))
+        self.cpu_reference
+            .get_or_insert_with(|| verify::cpu_reference(&inputs.a, &inputs.b, shape))
     }
 
     /// Every check step `id` must pass: its predecessor (or the CPU for step01) and cuBLAS bf16.
@@ -218,26 +239,46 @@ impl Session {
             Some(previous) => {
                 let reference = Reference::Bf16(self.output_of(previous)?.to_vec());
                 let got = &self.outputs[&id];
-                checks.push(verify::compare(&format!("step{previous:02}"), got, &reference, shape, &Bounds::gpu_vs_gpu()));
+                checks.push(verify::compare(
+                    &format!("step{previous:02}"),
+                    got,
+                    &reference,
+                    shape,
+                    &Bounds::gpu_vs_gpu(),
+                ));
             }
             None => {
                 self.cpu_reference();
                 let got = &self.outputs[&id];
                 let reference = self.cpu_reference.as_ref().expect("just computed");
-                checks.push(verify::compare("CPU f64", got, reference, shape, &Bounds::gpu_vs_exact()));
+                checks.push(verify::compare(
+                    "CPU f64",
+                    got,
+                    reference,
+                    shape,
+                    &Bounds::gpu_vs_exact(),
+                ));
             }
         }
         let reference = Reference::Bf16(self.cublas_output()?.to_vec());
         let got = &self.outputs[&id];
-        checks.push(verify::compare("cuBLAS bf16", got, &reference, shape, &Bounds::gpu_vs_gpu()));
+        checks.push(verify::compare(
+            "cuBLAS bf16",
+            got,
+            &reference,
+            shape,
+            &Bounds::gpu_vs_gpu(),
+        ));
         Ok(checks)
     }
 
     /// Enqueues step `id` (already loaded with [`Session::kernel`]) on input set `set`.
     pub fn launch(&self, id: u8, set: usize) -> Result<()> {
-        let kernel = self.kernels.get(&id).ok_or_else(|| Error::Other(format!("step {id:02} is not loaded")))?;
+        let kernel = self
+            .kernels
+            .get(&id)
+            .ok_or_else(|| Error::Other(format!("step {id:02} is not loaded")))?;
         (kernel.file.launch)(&kernel.function, &self.gpu.stream, &self.operands(set))
-            .map_err(Error::cuda(format!("launching {}", kernel.step.binary())))
     }
 
     /// Enqueues cuBLAS bf16 on input set `set`.
@@ -260,28 +301,40 @@ impl Session {
         }
         let bf16_timing = {
             let this = &*self;
-            timing::measure(&this.gpu, "cuBLAS bf16", this.shape, iters, &mut |i| this.launch_cublas_bf16(i))?
+            timing::measure(&this.gpu, "cuBLAS bf16", this.shape, iters, &mut |i| {
+                this.launch_cublas_bf16(i)
+            })?
         };
         if self.fp32.is_none() {
             let copies = self.device.a.len();
             let upload = |host: &[bf16]| -> Result<Vec<CudaSlice<f32>>> {
                 let wide: Vec<f32> = host.iter().map(|v| v.to_f32()).collect();
                 (0..copies)
-                    .map(|_| self.gpu.stream.clone_htod(&wide).map_err(Error::cuda("uploading fp32 inputs")))
+                    .map(|_| {
+                        self.gpu
+                            .stream
+                            .clone_htod(&wide)
+                            .map_err(Error::cuda("uploading fp32 inputs"))
+                    })
                     .collect()
             };
             let (a, b) = (upload(&self.inputs.a)?, upload(&self.inputs.b)?);
             // SAFETY: SGEMM writes every element before anyone reads it; nothing verifies this buffer.
             let c = unsafe { self.gpu.stream.alloc::<f32>(self.shape.m * self.shape.n) }
                 .map_err(Error::cuda("allocating fp32 C"))?;
-            self.fp32 = Some((a, b, c));
+            self.fp32 = Some(Fp32Copies { a, b, c });
         }
         let sgemm_timing = {
             let this = &*self;
-            let (a, b, c) = this.fp32.as_ref().expect("just made");
+            let Fp32Copies { a, b, c } = this.fp32.as_ref().expect("just made");
             timing::measure(&this.gpu, "cuBLAS SGEMM", this.shape, iters, &mut |i| {
                 let i = i % a.len();
-                this.cublas.sgemm(ptr(&a[i], &this.gpu), ptr(&b[i], &this.gpu), ptr(c, &this.gpu), this.shape)
+                this.cublas.sgemm(
+                    ptr(&a[i], &this.gpu),
+                    ptr(&b[i], &this.gpu),
+                    ptr(c, &this.gpu),
+                    this.shape,
+                )
             })?
         };
         self.cublas_timings = Some((bf16_timing.clone(), sgemm_timing.clone()));
@@ -293,7 +346,10 @@ impl Session {
         let checks = self.verify(id)?;
         if let Some(failed) = checks.iter().find(|c| !c.passed) {
             crate::report::print_checks(steps::get(id)?, self.shape, &checks);
-            return Err(Error::Verification(verify::failure_line(&steps::get(id)?.binary(), failed)));
+            return Err(Error::Verification(verify::failure_line(
+                &steps::get(id)?.binary(),
+                failed,
+            )));
         }
         if options.check_only {
             return Ok(StepOutcome { checks, record: None });
@@ -322,19 +378,30 @@ impl Session {
             dynamic_smem_bytes: kernel.file.max_dynamic_smem,
             local_bytes: kernel.local_bytes,
         };
-        Ok(StepOutcome { checks, record: Some(record) })
+        Ok(StepOutcome {
+            checks,
+            record: Some(record),
+        })
     }
 }
 
 /// Compiles the kernel file that serves this GPU, loads it, and reads its resource figures.
 pub fn load_kernel(gpu: &Gpu, step: &'static Step, shape: Shape) -> Result<LoadedKernel> {
-    let file = step.kernel_for_device(gpu.major, gpu.minor).ok_or_else(|| Error::Unsupported {
-        step: step.binary(),
-        needs: step.needs(),
-        found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
-    })?;
+    let file = step
+        .kernel_for_device(gpu.major, gpu.minor)
+        .ok_or_else(|| Error::Unsupported {
+            step: step.binary(),
+            needs: step.needs(),
+            found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
+        })?;
     if let Some(rule) = shape.contract_violation() {
-        return Err(Error::Shape { step: step.binary(), m: shape.m, n: shape.n, k: shape.k, rule });
+        return Err(Error::Shape {
+            step: step.binary(),
+            m: shape.m,
+            n: shape.n,
+            k: shape.k,
+            rule,
+        });
     }
     let started = Instant::now();
     let (function, arch) = load_file(gpu, file)?;
@@ -363,10 +430,15 @@ pub fn load_file(gpu: &Gpu, file: &KernelFile) -> Result<(CudaFunction, Arch)> {
         .ctx
         .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.bytes))
         .map_err(Error::cuda(format!("loading {} for {arch}", file.path)))?;
-    let function = module.load_function(file.entry).map_err(Error::cuda(format!("finding {}", file.entry)))?;
+    let function = module
+        .load_function(file.entry)
+        .map_err(Error::cuda(format!("finding {}", file.entry)))?;
     if file.max_dynamic_smem > 48 * 1024 {
         function
-            .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, file.max_dynamic_smem as i32)
+            .set_attribute(
+                FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                file.max_dynamic_smem as i32,
+            )
             .map_err(Error::cuda("raising the dynamic shared-memory limit"))?;
     }
     Ok((function, arch))

@@ -12,7 +12,11 @@ pub mod step02_smem_tiling;
 pub mod step03_register_tiling;
 
 /// The ladder, bottom rung first.
-pub static ALL: &[&Step] = &[&step01_naive::STEP, &step02_smem_tiling::STEP, &step03_register_tiling::STEP];
+pub static ALL: &[&Step] = &[
+    &step01_naive::STEP,
+    &step02_smem_tiling::STEP,
+    &step03_register_tiling::STEP,
+];
 
 /// Step `id`, or a clear refusal.
 pub fn get(id: u8) -> Result<&'static Step> {
@@ -44,8 +48,17 @@ mod tests {
                 assert!(file.path.starts_with(&folder), "{} is not under {folder}", file.path);
                 let on_disk = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_owned() + file.path)
                     .expect("kernel file exists");
-                assert_eq!(on_disk, file.source, "{} embedded text differs from the file", file.path);
-                assert!(file.source.contains(&format!("void {}(", file.entry)), "{} has no {}", file.path, file.entry);
+                assert_eq!(
+                    on_disk, file.source,
+                    "{} embedded text differs from the file",
+                    file.path
+                );
+                assert!(
+                    file.source.contains(&format!("void {}(", file.entry)),
+                    "{} has no {}",
+                    file.path,
+                    file.entry
+                );
             }
         }
     }

@@ -22,9 +22,8 @@ pub fn measure(
     iters: Option<u32>,
     launch: &mut dyn FnMut(usize) -> Result<()>,
 ) -> Result<Timing> {
-    let record = |event: &cudarc::driver::CudaEvent| {
-        event.record(&gpu.stream).map_err(Error::cuda("recording an event"))
-    };
+    let record =
+        |event: &cudarc::driver::CudaEvent| event.record(&gpu.stream).map_err(Error::cuda("recording an event"));
     // Warm-up: loads the module, settles clocks, and gives an estimate for the run count.
     let (warm_start, warm_end) = (gpu.event()?, gpu.event()?);
     record(&warm_start)?;
@@ -34,11 +33,12 @@ pub fn measure(
     record(&warm_end)?;
     gpu::wait_for(&warm_end, what, HANG_DEADLINE * WARMUP_RUNS as u32)?;
     gpu.ctx.check_err().map_err(Error::cuda(format!("running {what}")))?;
-    let estimate_ms = warm_start.elapsed_ms(&warm_end).map_err(Error::cuda("reading an event"))? as f64
+    let estimate_ms = warm_start
+        .elapsed_ms(&warm_end)
+        .map_err(Error::cuda("reading an event"))? as f64
         / WARMUP_RUNS as f64;
-    let runs = iters.unwrap_or_else(|| {
-        ((TARGET_SECONDS * 1e3 / estimate_ms.max(1e-3)) as u32).clamp(MIN_RUNS, MAX_RUNS)
-    });
+    let runs =
+        iters.unwrap_or_else(|| ((TARGET_SECONDS * 1e3 / estimate_ms.max(1e-3)) as u32).clamp(MIN_RUNS, MAX_RUNS));
 
     let mut events = Vec::with_capacity(runs as usize);
     for _ in 0..runs {
@@ -63,7 +63,11 @@ pub fn summarize(times_ms: &[f64], shape: Shape) -> Timing {
     let mut sorted = times_ms.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median_ms = if n % 2 == 1 { sorted[n / 2] } else { 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]) };
+    let median_ms = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+    };
     Timing {
         median_ms,
         min_ms: sorted[0],

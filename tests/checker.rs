@@ -39,7 +39,12 @@ impl Problem {
     fn new(shape: Shape, seed: u64) -> Problem {
         let inputs = Inputs::generate(shape, seed);
         let wide = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect();
-        Problem { shape, a: wide(&inputs.a), b: wide(&inputs.b), inputs }
+        Problem {
+            shape,
+            a: wide(&inputs.a),
+            b: wide(&inputs.b),
+            inputs,
+        }
     }
 
     /// The exact product, as the harness computes it (full, or sampled above the limit).
@@ -61,9 +66,10 @@ impl Problem {
                     Order::Blocked32 => a.chunks(32).zip(b.chunks(32)).fold(0.0, |acc, (x, y)| {
                         acc + x.iter().zip(y).fold(0.0f32, |p, (u, v)| p + u * v)
                     }),
-                    Order::Truncating => {
-                        a.iter().zip(b).fold(0.0, |acc, (x, y)| toward_zero(f64::from(acc) + f64::from(x * y)))
-                    }
+                    Order::Truncating => a
+                        .iter()
+                        .zip(b)
+                        .fold(0.0, |acc, (x, y)| toward_zero(f64::from(acc) + f64::from(x * y))),
                 };
             }
         });
@@ -108,13 +114,23 @@ enum Bug {
     OneWrongElement,
 }
 
-const BUGS: [Bug; 6] =
-    [Bug::SkipsLastTile, Bug::WritesNothing, Bug::OffByOneInK, Bug::TransposedStore, Bug::ScaledBy1_01, Bug::OneWrongElement];
+const BUGS: [Bug; 6] = [
+    Bug::SkipsLastTile,
+    Bug::WritesNothing,
+    Bug::OffByOneInK,
+    Bug::TransposedStore,
+    Bug::ScaledBy1_01,
+    Bug::OneWrongElement,
+];
 
 /// The middle element and the neighbour whose value the buggy kernel copies into it.
 fn middle_and_neighbour(shape: Shape) -> ((usize, usize), (usize, usize)) {
     let (i, j) = (shape.m / 2, shape.n / 2);
-    let neighbour = if shape.n > 1 { (i, if j + 1 < shape.n { j + 1 } else { j - 1 }) } else { (i + 1, j) };
+    let neighbour = if shape.n > 1 {
+        (i, if j + 1 < shape.n { j + 1 } else { j - 1 })
+    } else {
+        (i + 1, j)
+    };
     ((i, j), neighbour)
 }
 
@@ -179,7 +195,11 @@ impl Bug {
 fn references(p: &Problem) -> [(&'static str, Reference, Bounds); 2] {
     [
         ("CPU f64", p.exact(), Bounds::gpu_vs_exact()),
-        ("another GPU (reverse order)", Reference::Bf16(p.correct(Order::Reverse)), Bounds::gpu_vs_gpu()),
+        (
+            "another GPU (reverse order)",
+            Reference::Bf16(p.correct(Order::Reverse)),
+            Bounds::gpu_vs_gpu(),
+        ),
     ]
 }
 
@@ -234,13 +254,20 @@ fn planted_bugs_are_rejected_at_every_shape() {
             }
         }
     }
-    assert!(accepted.is_empty(), "the checker accepted wrong kernels:\n{}", accepted.join("\n"));
-    assert!(rejections > 60, "only {rejections} rejections: the loop above is not testing much");
+    assert!(
+        accepted.is_empty(),
+        "the checker accepted wrong kernels:\n{}",
+        accepted.join("\n")
+    );
+    assert!(
+        rejections > 60,
+        "only {rejections} rejections: the loop above is not testing much"
+    );
 }
 
 #[test]
 fn correct_kernels_pass_in_any_accumulation_order() {
-    for (s, &shape) in BUG_SHAPES.iter().chain(&[Shape::new(64, 64, 16384), Shape::new(2, 300, 4096)]).enumerate() {
+    for (s, &shape) in BUG_SHAPES.iter().chain(&[Shape::new(2, 300, 4096)]).enumerate() {
         let p = Problem::new(shape, 200 + s as u64);
         let exact = p.exact();
         let outputs: Vec<(Order, Vec<bf16>)> = ORDERS.iter().map(|&o| (o, p.correct(o))).collect();
@@ -248,7 +275,13 @@ fn correct_kernels_pass_in_any_accumulation_order() {
             let check = compare("CPU f64", out, &exact, shape, &Bounds::gpu_vs_exact());
             assert!(check.passed, "{order:?} at {shape}: {check}");
             for (other, reference) in &outputs {
-                let check = compare("other order", out, &Reference::Bf16(reference.clone()), shape, &Bounds::gpu_vs_gpu());
+                let check = compare(
+                    "other order",
+                    out,
+                    &Reference::Bf16(reference.clone()),
+                    shape,
+                    &Bounds::gpu_vs_gpu(),
+                );
                 assert!(check.passed, "{order:?} vs {other:?} at {shape}: {check}");
             }
         }
@@ -265,7 +298,9 @@ fn correct_kernels_pass_in_any_accumulation_order() {
 fn correct_kernels_stay_well_inside_the_bounds_at_k_16384() {
     let shape = Shape::new(48, 40, 16384);
     let p = Problem::new(shape, 31);
-    let Reference::F64(exact) = p.exact() else { panic!("{shape} is below the full-reference limit") };
+    let Reference::F64(exact) = p.exact() else {
+        panic!("{shape} is below the full-reference limit")
+    };
     let rms = (exact.iter().map(|c| c * c).sum::<f64>() / exact.len() as f64).sqrt();
     let worst_fraction = |got: &[bf16], reference: &[f64], bounds: &Bounds| -> f64 {
         got.iter()
@@ -277,10 +312,27 @@ fn correct_kernels_stay_well_inside_the_bounds_at_k_16384() {
     let forward_wide: Vec<f64> = forward.iter().map(|v| v.to_f64()).collect();
     for order in ORDERS {
         let sums = p.sums(order, shape.k);
-        let fp32_error = sums.iter().zip(&exact).map(|(s, c)| (f64::from(*s) - c).abs()).fold(0.0, f64::max) / rms;
+        let fp32_error = sums
+            .iter()
+            .zip(&exact)
+            .map(|(s, c)| (f64::from(*s) - c).abs())
+            .fold(0.0, f64::max)
+            / rms;
         let out = store(&sums);
-        let a = compare("CPU f64", &out, &Reference::F64(exact.clone()), shape, &Bounds::gpu_vs_exact());
-        let b = compare("forward", &out, &Reference::Bf16(forward.clone()), shape, &Bounds::gpu_vs_gpu());
+        let a = compare(
+            "CPU f64",
+            &out,
+            &Reference::F64(exact.clone()),
+            shape,
+            &Bounds::gpu_vs_exact(),
+        );
+        let b = compare(
+            "forward",
+            &out,
+            &Reference::Bf16(forward.clone()),
+            shape,
+            &Bounds::gpu_vs_gpu(),
+        );
         let (fa, fb) = (
             worst_fraction(&out, &exact, &Bounds::gpu_vs_exact()),
             worst_fraction(&out, &forward_wide, &Bounds::gpu_vs_gpu()),
@@ -290,9 +342,36 @@ fn correct_kernels_stay_well_inside_the_bounds_at_k_16384() {
              its bound; vs forward rel_fro {:.2e}, worst element {fb:.2} of its bound",
             a.rel_fro, b.rel_fro
         );
-        assert!(fp32_error < Bounds::gpu_vs_exact().atol_rms / 2.0, "{order:?}: fp32 error {fp32_error:e}·rms");
+        assert!(
+            fp32_error < Bounds::gpu_vs_exact().atol_rms / 2.0,
+            "{order:?}: fp32 error {fp32_error:e}·rms"
+        );
         assert!(a.rel_fro < a.rel_fro_bound / 2.0 && fa < 1.0, "{order:?}: {a}");
         assert!(b.rel_fro < b.rel_fro_bound / 2.0 && fb < 1.0, "{order:?}: {b}");
+    }
+}
+
+/// Rounding toward zero at the store (e.g. packing with `bits >> 16`) costs up to a whole ulp:
+/// against the exact product that is outside `rtol = 2^-8` at about half the elements (a single
+/// element may be lucky, so not at 1×1).
+#[test]
+fn a_truncating_store_fails_against_the_exact_product() {
+    for (s, &shape) in [
+        Shape::new(97, 131, 72),
+        Shape::new(128, 128, 256),
+        Shape::new(3, 200, 8),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let p = Problem::new(shape, 600 + s as u64);
+        let truncated: Vec<bf16> = p
+            .sums(Order::Forward, shape.k)
+            .iter()
+            .map(|v| bf16::from_bits((v.to_bits() >> 16) as u16))
+            .collect();
+        let check = compare("CPU f64", &truncated, &p.exact(), shape, &Bounds::gpu_vs_exact());
+        assert!(!check.passed, "a truncating store passed at {shape}: {check}");
     }
 }
 
@@ -301,9 +380,14 @@ fn correct_kernels_stay_well_inside_the_bounds_at_k_16384() {
 /// where the Frobenius bound alone would not (fewer than 256 elements, bounds b: 2^-7 + 2^-8).
 #[test]
 fn an_off_by_one_in_k_is_caught_elementwise_up_to_k_16384() {
-    for (s, &shape) in [Shape::new(12, 12, 16384), Shape::new(16, 16, 16384), Shape::new(8, 8, 8192), Shape::new(24, 20, 4096)]
-        .iter()
-        .enumerate()
+    for (s, &shape) in [
+        Shape::new(12, 12, 16384),
+        Shape::new(16, 16, 16384),
+        Shape::new(8, 8, 8192),
+        Shape::new(24, 20, 4096),
+    ]
+    .iter()
+    .enumerate()
     {
         let p = Problem::new(shape, 300 + s as u64);
         let buggy = store(&p.sums(Order::Forward, shape.k - 1));
@@ -311,7 +395,10 @@ fn an_off_by_one_in_k_is_caught_elementwise_up_to_k_16384() {
             let check = compare(against, &buggy, &reference, shape, &bounds);
             assert!(!check.passed, "off-by-one in K passed at {shape} vs {against}: {check}");
             let why = check.first_failure.as_deref().unwrap();
-            assert!(why.starts_with("C["), "caught by Frobenius only at {shape} vs {against}: {why}");
+            assert!(
+                why.starts_with("C["),
+                "caught by Frobenius only at {shape} vs {against}: {why}"
+            );
             println!("{shape} {check}");
         }
         // Against the other GPU output at 12×12×16384 the Frobenius error is inside its bound:
@@ -330,8 +417,13 @@ fn an_off_by_one_in_k_is_caught_elementwise_up_to_k_16384() {
 fn a_sampled_reference_checks_edges_and_scans_everything_for_nan() {
     let shape = Shape::new(257, 255, 4104);
     let p = Problem::new(shape, 400);
-    let Reference::Sampled { positions, values } = p.exact() else { panic!("{shape} should be sampled") };
-    let reference = Reference::Sampled { positions: positions.clone(), values };
+    let Reference::Sampled { positions, values } = p.exact() else {
+        panic!("{shape} should be sampled")
+    };
+    let reference = Reference::Sampled {
+        positions: positions.clone(),
+        values,
+    };
     let bounds = Bounds::gpu_vs_exact();
     let correct = p.correct(Order::Blocked32);
     let check = compare("CPU f64 (sampled)", &correct, &reference, shape, &bounds);
@@ -339,18 +431,32 @@ fn a_sampled_reference_checks_edges_and_scans_everything_for_nan() {
     assert!(check.compared < (shape.m * shape.n) as u64 / 2);
 
     // An unwritten element away from every sampled position.
-    let hole = (100..200).flat_map(|i| (100..200).map(move |j| (i, j))).find(|x| positions.binary_search(x).is_err()).unwrap();
+    let hole = (100..200)
+        .flat_map(|i| (100..200).map(move |j| (i, j)))
+        .find(|x| positions.binary_search(x).is_err())
+        .unwrap();
     let mut got = correct.clone();
     got[hole.0 * shape.n + hole.1] = bf16::NAN;
     let check = compare("CPU f64 (sampled)", &got, &reference, shape, &bounds);
-    assert!(!check.passed && check.first_failure.as_deref().unwrap().starts_with(&at(hole.0, hole.1)), "{check}");
+    assert!(
+        !check.passed && check.first_failure.as_deref().unwrap().starts_with(&at(hole.0, hole.1)),
+        "{check}"
+    );
 
     // A wrong value in the last column (an edge: always sampled), where ragged tiles go wrong.
     let mut got = correct.clone();
     let edge = 131 * shape.n + shape.n - 1;
     got[edge] = bf16::from_f32(-got[edge].to_f32() + 1.0);
     let check = compare("CPU f64 (sampled)", &got, &reference, shape, &bounds);
-    assert!(!check.passed && check.first_failure.as_deref().unwrap().starts_with(&at(131, shape.n - 1)), "{check}");
+    assert!(
+        !check.passed
+            && check
+                .first_failure
+                .as_deref()
+                .unwrap()
+                .starts_with(&at(131, shape.n - 1)),
+        "{check}"
+    );
 }
 
 /// A failed check turns into one line naming the reference, the errors, the bounds and the place.
@@ -359,12 +465,23 @@ fn a_rejection_reads_as_one_line() {
     let shape = Shape::new(97, 131, 72);
     let p = Problem::new(shape, 500);
     let correct = p.correct(Order::Forward);
-    let check: Check =
-        compare("cuBLAS bf16", &Bug::SkipsLastTile.output(&p, &correct), &Reference::Bf16(correct), shape, &Bounds::gpu_vs_gpu());
+    let check: Check = compare(
+        "cuBLAS bf16",
+        &Bug::SkipsLastTile.output(&p, &correct),
+        &Reference::Bf16(correct),
+        shape,
+        &Bounds::gpu_vs_gpu(),
+    );
     let line = check.into_result().unwrap_err().to_string();
     println!("{line}");
     assert!(!line.contains('\n'));
-    for part in ["cuBLAS bf16", "relative Frobenius NaN", "|d| <= 2^-7·|ref| + 2^-8·rms(ref)", "C[81, 0] = NaN", "2096 of 12707"] {
+    for part in [
+        "cuBLAS bf16",
+        "relative Frobenius NaN",
+        "|d| <= 2^-7·|ref| + 2^-8·rms(ref)",
+        "C[81, 0] = NaN",
+        "2096 of 12707",
+    ] {
         assert!(line.contains(part), "{part:?} missing from: {line}");
     }
 }
@@ -376,23 +493,49 @@ fn a_rejection_reads_as_one_line() {
 fn compare_timing_at_8192_squared() {
     let shape = Shape::new(8192, 8192, 8);
     let n = shape.m * shape.n;
-    let got: Vec<bf16> = (0..n).into_par_iter().map(|i| bf16::from_f32(((i * 7919) % 2003) as f32 - 1001.0)).collect();
+    let got: Vec<bf16> = (0..n)
+        .into_par_iter()
+        .map(|i| bf16::from_f32(((i * 7919) % 2003) as f32 - 1001.0))
+        .collect();
     let mut other = got.clone();
-    other[n - 1] = bf16::from_f32(other[n - 1].to_f32() + 1.0);
+    other[n - 1] = bf16::from_f32(other[n - 1].to_f32() * 2.0 + 1.0);
     let exact: Vec<f64> = other.par_iter().map(|v| v.to_f64()).collect();
     let positions = verify::sample_positions(shape);
     let sampled = Reference::Sampled {
         positions: positions.clone(),
         values: positions.iter().map(|&(i, j)| got[i * shape.n + j].to_f64()).collect(),
     };
-    for (what, reference) in [("bf16", Reference::Bf16(other)), ("f64", Reference::F64(exact)), ("sampled", sampled)] {
-        let start = std::time::Instant::now();
-        let check = compare(what, &got, &reference, shape, &Bounds::gpu_vs_gpu());
-        println!("compare vs {what} at {shape}: {:.3} s on {} threads: {check}", start.elapsed().as_secs_f64(), rayon::current_num_threads());
+    for (what, reference) in [
+        ("bf16", Reference::Bf16(other)),
+        ("f64", Reference::F64(exact)),
+        ("sampled", sampled),
+    ] {
+        for _ in 0..3 {
+            let start = std::time::Instant::now();
+            let check = compare(what, &got, &reference, shape, &Bounds::gpu_vs_gpu());
+            let seconds = start.elapsed().as_secs_f64();
+            println!(
+                "compare vs {what} at {shape}: {seconds:.3} s on {} threads: {check}",
+                rayon::current_num_threads()
+            );
+        }
     }
     let big = Shape::new(8192, 8192, 8192);
     let inputs = Inputs::generate(big, 1);
     let start = std::time::Instant::now();
     let reference = verify::cpu_reference(&inputs.a, &inputs.b, big);
-    println!("cpu_reference at {big}: {} sampled values in {:.3} s", reference.len(), start.elapsed().as_secs_f64());
+    println!(
+        "cpu_reference at {big}: {} sampled values in {:.3} s",
+        reference.len(),
+        start.elapsed().as_secs_f64()
+    );
+    let full = Shape::square(512); // 2^27 multiply-adds: the largest full reference
+    let inputs = Inputs::generate(full, 2);
+    let start = std::time::Instant::now();
+    let reference = verify::cpu_reference(&inputs.a, &inputs.b, full);
+    println!(
+        "cpu_reference at {full}: {} values in {:.3} s",
+        reference.len(),
+        start.elapsed().as_secs_f64()
+    );
 }

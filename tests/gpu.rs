@@ -24,16 +24,27 @@ const RAGGED: &[Shape] = &[
 #[test]
 fn every_step_is_verified_at_square_and_ragged_shapes() {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut gpu) = common::gpu_or_skip("every_step_is_verified") else { return };
-    let check_only = RunOptions { check_only: true, iters: None };
+    let Some(mut gpu) = common::gpu_or_skip("every_step_is_verified") else {
+        return;
+    };
+    let check_only = RunOptions {
+        check_only: true,
+        iters: None,
+    };
     let mut shapes = vec![Shape::square(512), Shape::square(1024)];
     shapes.extend_from_slice(RAGGED);
     for (i, &shape) in shapes.iter().enumerate() {
         let mut session = Session::new(gpu, shape, 1000 + i as u64).unwrap_or_else(|e| panic!("{e}"));
         for step in steps::ALL {
-            let outcome = session.run_step(step.id, &check_only).unwrap_or_else(|e| panic!("{} {shape}: {e}", step.binary()));
+            let outcome = session
+                .run_step(step.id, &check_only)
+                .unwrap_or_else(|e| panic!("{} {shape}: {e}", step.binary()));
             assert!(outcome.checks.len() >= 2 && outcome.checks.iter().all(|c| c.passed));
-            println!("{} {shape}: {:?}", step.binary(), outcome.checks.iter().map(|c| c.rel_fro).collect::<Vec<_>>());
+            println!(
+                "{} {shape}: {:?}",
+                step.binary(),
+                outcome.checks.iter().map(|c| c.rel_fro).collect::<Vec<_>>()
+            );
         }
         gpu = session.into_gpu();
     }
@@ -42,13 +53,17 @@ fn every_step_is_verified_at_square_and_ragged_shapes() {
 #[test]
 fn the_checker_rejects_kernels_with_planted_bugs() {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut gpu) = common::gpu_or_skip("checker_rejects_planted_bugs") else { return };
+    let Some(mut gpu) = common::gpu_or_skip("checker_rejects_planted_bugs") else {
+        return;
+    };
     for shape in [Shape::new(200, 190, 264), Shape::square(512)] {
         let mut session = Session::new(gpu, shape, 7).unwrap_or_else(|e| panic!("{e}"));
         let reference = Reference::Bf16(session.cublas_output().unwrap_or_else(|e| panic!("{e}")).to_vec());
         for file in common::broken_kernels() {
             let (function, _) = session::load_file(&session.gpu, file).unwrap_or_else(|e| panic!("{e}"));
-            let out = session.run_function(&function, file.launch, file.entry).unwrap_or_else(|e| panic!("{e}"));
+            let out = session
+                .run_function(&function, file.launch, file.entry)
+                .unwrap_or_else(|e| panic!("{e}"));
             let check = verify::compare("cuBLAS bf16", &out, &reference, shape, &Bounds::gpu_vs_gpu());
             assert!(!check.passed, "{} passed the checker at {shape}: {check:?}", file.entry);
             println!("{} {shape}: rejected: {:?}", file.entry, check.first_failure);
@@ -56,7 +71,9 @@ fn the_checker_rejects_kernels_with_planted_bugs() {
         // And the correct kernel with the same launch passes, so the rejections are the bugs'.
         let naive = &steps::step01_naive::STEP.kernels[0];
         let (function, _) = session::load_file(&session.gpu, naive).unwrap_or_else(|e| panic!("{e}"));
-        let out = session.run_function(&function, naive.launch, "step01").unwrap_or_else(|e| panic!("{e}"));
+        let out = session
+            .run_function(&function, naive.launch, "step01")
+            .unwrap_or_else(|e| panic!("{e}"));
         let check = verify::compare("cuBLAS bf16", &out, &reference, shape, &Bounds::gpu_vs_gpu());
         assert!(check.passed, "the correct naive kernel failed at {shape}: {check:?}");
         gpu = session.into_gpu();
@@ -66,7 +83,9 @@ fn the_checker_rejects_kernels_with_planted_bugs() {
 #[test]
 fn shapes_outside_the_contract_are_refused_before_any_launch() {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip("shapes_outside_the_contract") else { return };
+    let Some(gpu) = common::gpu_or_skip("shapes_outside_the_contract") else {
+        return;
+    };
     match Session::new(gpu, Shape::new(64, 64, 12), 1) {
         Err(e) => assert!(e.to_string().contains("multiple of 8"), "{e}"),
         Ok(_) => panic!("K = 12 was accepted"),

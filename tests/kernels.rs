@@ -15,11 +15,25 @@ fn ptxas_required() -> bool {
 
 fn compile_and_assemble(file: &KernelFile, arch: Arch) {
     let ptx = nvrtc::compile(file, arch, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
-    assert!(ptx.log.is_empty(), "{} for {arch}: NVRTC warnings:\n{}", file.path, ptx.log);
+    assert!(
+        ptx.log.is_empty(),
+        "{} for {arch}: NVRTC warnings:\n{}",
+        file.path,
+        ptx.log
+    );
     let text = String::from_utf8_lossy(&ptx.bytes);
-    assert!(text.contains(&format!(".entry {}(", file.entry)), "{}: no entry {} in the PTX", file.path, file.entry);
+    assert!(
+        text.contains(&format!(".entry {}(", file.entry)),
+        "{}: no entry {} in the PTX",
+        file.path,
+        file.entry
+    );
     let cubin = nvrtc::compile(file, arch, Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
-    assert!(cubin.bytes.starts_with(b"\x7fELF"), "{} for {arch}: NVRTC's cubin is not an ELF file", file.path);
+    assert!(
+        cubin.bytes.starts_with(b"\x7fELF"),
+        "{} for {arch}: NVRTC's cubin is not an ELF file",
+        file.path
+    );
     match nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}")) {
         Some(report) => {
             println!("{} {}: {}", file.path, arch, report.info.replace('\n', " | "));
@@ -27,7 +41,10 @@ fn compile_and_assemble(file: &KernelFile, arch: Arch) {
             assert_eq!(report.stack_bytes, 0, "{} has a stack frame on {arch}", file.path);
         }
         None => {
-            assert!(!ptxas_required(), "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set");
+            assert!(
+                !ptxas_required(),
+                "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set"
+            );
             eprintln!("{}: assembly skipped (ptxas not found)", file.path);
         }
     }
@@ -78,7 +95,10 @@ fn a_compile_error_names_the_file_and_line() {
     match nvrtc::compile(&bad, Arch::SM90, Output::Ptx) {
         Err(Error::Compile { file, log, .. }) => {
             assert_eq!(file, "steps/step99_typo/kernel.cu");
-            assert!(log.contains("steps/step99_typo/kernel.cu:3:"), "log lacks file:line:\n{log}");
+            assert!(
+                log.contains("steps/step99_typo/kernel.cu:3:"),
+                "log lacks file:line:\n{log}"
+            );
         }
         Err(other) => panic!("expected a compile error, got {other}"),
         Ok(_) => panic!("a kernel with an undefined name compiled"),

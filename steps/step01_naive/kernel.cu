@@ -36,7 +36,7 @@ extern "C" __global__ void gemm(const bf16* __restrict__ A, const bf16* __restri
     // ANCHOR_END: index
 
     // ANCHOR: dot
-    // Offsets are 64-bit: at 8192+ sizes, row * K no longer fits in an int.
+    // Offsets are 64-bit: row * K overflows an int once a matrix holds more than 2^31 elements.
     const bf16* a_row = A + (i64)i * K;
     const bf16* b_row = B + (i64)j * K;
     float acc = 0.0f;  // fp32 accumulation: bf16 keeps only 8 significant bits

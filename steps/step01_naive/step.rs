@@ -3,8 +3,9 @@
 //! One thread per element of `C`, in 2D blocks of `BN`×`BM` threads with `x` running along N, and a
 //! grid rounded up to cover all of `C` (the kernel skips threads that fall off its edges).
 
+use crate::error::Result;
 use crate::registry::{launch_with_pointers, GemmOperands, KernelFile, Step, Targets};
-use cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Threads per block along N (`threadIdx.x`): a whole warp shares one row of `C`.
 const BN: u32 = 32;
@@ -27,9 +28,13 @@ pub const STEP: Step = Step {
     }],
 };
 
-fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<(), DriverError> {
+fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
     let tiles_n = ops.shape.n.div_ceil(BN as usize) as u32;
     let tiles_m = ops.shape.m.div_ceil(BM as usize) as u32;
-    let config = LaunchConfig { grid_dim: (tiles_n, tiles_m, 1), block_dim: (BN, BM, 1), shared_mem_bytes: 0 };
+    let config = LaunchConfig {
+        grid_dim: (tiles_n, tiles_m, 1),
+        block_dim: (BN, BM, 1),
+        shared_mem_bytes: 0,
+    };
     launch_with_pointers(func, stream, ops, config)
 }

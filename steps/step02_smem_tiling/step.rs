@@ -4,8 +4,9 @@
 //! staged through (static) shared memory per iteration. The grid is rounded up to whole tiles; the
 //! kernel zero-fills and skips what falls off the edges.
 
+use crate::error::Result;
 use crate::registry::{launch_with_pointers, GemmOperands, KernelFile, Step, Targets};
-use cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Rows of `C` per block (threads along `y`).
 const BM: u32 = 32;
@@ -30,9 +31,13 @@ pub const STEP: Step = Step {
     }],
 };
 
-fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<(), DriverError> {
+fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
     let tiles_n = ops.shape.n.div_ceil(BN as usize) as u32;
     let tiles_m = ops.shape.m.div_ceil(BM as usize) as u32;
-    let config = LaunchConfig { grid_dim: (tiles_n, tiles_m, 1), block_dim: (BN, BM, 1), shared_mem_bytes: 0 };
+    let config = LaunchConfig {
+        grid_dim: (tiles_n, tiles_m, 1),
+        block_dim: (BN, BM, 1),
+        shared_mem_bytes: 0,
+    };
     launch_with_pointers(func, stream, ops, config)
 }

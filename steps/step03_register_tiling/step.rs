@@ -4,8 +4,9 @@
 //! accumulates a `TM`×`TN` tile in registers. `A` and `B` pass through shared memory in `BK`-deep
 //! slices, two buffers of each (static shared memory: 2·2·`BK`·128·4 bytes = 32 KiB).
 
+use crate::error::Result;
 use crate::registry::{launch_with_pointers, GemmOperands, KernelFile, Step, Targets};
-use cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Rows of `C` per block.
 const BM: u32 = 128;
@@ -43,9 +44,13 @@ pub const STEP: Step = Step {
     }],
 };
 
-fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<(), DriverError> {
+fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
     let tiles_n = ops.shape.n.div_ceil(BN as usize) as u32;
     let tiles_m = ops.shape.m.div_ceil(BM as usize) as u32;
-    let config = LaunchConfig { grid_dim: (tiles_n, tiles_m, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+    let config = LaunchConfig {
+        grid_dim: (tiles_n, tiles_m, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
     launch_with_pointers(func, stream, ops, config)
 }

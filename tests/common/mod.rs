@@ -54,6 +54,9 @@ pub fn broken_kernels() -> &'static [KernelFile] {
         max_dynamic_smem: 0,
         launch: naive.launch,
     };
-    Box::leak(Box::new([file("gemm_skips_last_tile"), file("gemm_writes_nothing"), file("gemm_off_by_one_k")]))
+    Box::leak(Box::new([
+        file("gemm_skips_last_tile"),
+        file("gemm_writes_nothing"),
+        file("gemm_off_by_one_k"),
+    ]))
 }
-

@@ -1,0 +1,235 @@
+//! The book builds from this checkout, its includes resolve, no directive is left unexpanded, and the
+//! committed figures are exactly what the committed results draw. No GPU needed.
+
+use gemm_ladder::book::{self, LadderResults};
+use gemm_ladder::figure;
+use gemm_ladder::problem::Shape;
+use gemm_ladder::results::{self, DeviceInfo, ResultsFile, StepRecord, Timing};
+use gemm_ladder::verify::Check;
+use std::path::{Path, PathBuf};
+
+fn book_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("book")
+}
+
+/// Every `.html` file under `dir`.
+fn html_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "html") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The text between `// ANCHOR: name` and `// ANCHOR_END: name` of a kernel, without the marker lines.
+fn anchor_lines(kernel: &str, name: &str) -> Vec<String> {
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(kernel)).unwrap();
+    let start = format!("ANCHOR: {name}");
+    let end = format!("ANCHOR_END: {name}");
+    let mut inside = false;
+    let mut lines = Vec::new();
+    for line in source.lines() {
+        if line.contains(&end) {
+            break;
+        }
+        if inside && !line.contains("ANCHOR") {
+            lines.push(line.trim().to_string());
+        }
+        if line.contains(&start) {
+            inside = true;
+        }
+    }
+    assert!(!lines.is_empty(), "{kernel} has no anchor {name}");
+    lines
+}
+
+/// What HTML makes of source text in a code block.
+fn escape_html(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[test]
+fn book_builds_with_includes_resolved_and_directives_expanded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = book::build(&book_dir(), Some(tmp.path())).unwrap();
+    assert!(out.join("index.html").is_file(), "no index.html in {}", out.display());
+
+    let chapters = [
+        (
+            "step01-naive.html",
+            "steps/step01_naive/kernel.cu",
+            &["kernel", "index", "dot"][..],
+        ),
+        (
+            "step02-smem-tiling.html",
+            "steps/step02_smem_tiling/kernel.cu",
+            &["kernel", "load_tile", "compute_tile"][..],
+        ),
+        (
+            "step03-register-tiling.html",
+            "steps/step03_register_tiling/kernel.cu",
+            &["kernel", "load_tile", "register_tile", "store"][..],
+        ),
+    ];
+    for (page, kernel, anchors) in chapters {
+        let html = std::fs::read_to_string(out.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        for anchor in anchors {
+            // The longest line of each anchor must appear, as HTML writes it: proof the include ran.
+            let lines = anchor_lines(kernel, anchor);
+            let longest = lines.iter().max_by_key(|l| l.len()).unwrap();
+            assert!(
+                html.contains(&escape_html(longest)),
+                "{page}: the include of {kernel}:{anchor} did not resolve ({longest})"
+            );
+        }
+        assert!(html.contains("Measured"), "{page} has no Measured section");
+    }
+
+    for file in html_files(&out) {
+        let html = std::fs::read_to_string(&file).unwrap();
+        assert!(!html.contains("{{#"), "{} has an unexpanded {{{{#…}}}}", file.display());
+    }
+    let results = std::fs::read_to_string(out.join("results.html")).unwrap();
+    if results::load_all(&book_dir()).unwrap().is_empty() {
+        assert!(results.contains("Nothing has been recorded on a GPU yet"));
+    } else {
+        // An image per GPU, or (before the figures are drawn) a note saying how to draw them.
+        assert!(results.contains("figures/ladder-") || results.contains("not drawn yet"));
+    }
+}
+
+#[test]
+fn committed_figures_match_committed_results() {
+    let dir = book_dir();
+    let files = results::load_all(&dir).unwrap();
+    if files.is_empty() {
+        println!("skipped: no results are committed yet (book/src/results/ is empty)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for file in &files {
+        let committed = figure::ladder_svg_path(&dir, &file.slug());
+        let fresh = tmp.path().join("ladder.svg");
+        figure::render_ladder(file, &fresh).unwrap();
+        let expected = std::fs::read(&committed).unwrap_or_else(|e| {
+            panic!(
+                "{} is missing ({e}); run `cargo run --release --bin ladder -- --book-only`",
+                committed.display()
+            )
+        });
+        assert!(
+            std::fs::read(&fresh).unwrap() == expected,
+            "{} is not what its results draw; regenerate it with `cargo run --release --bin ladder -- --book-only`",
+            committed.display()
+        );
+    }
+}
+
+fn timing(ms: f64, shape: Shape) -> Timing {
+    Timing {
+        median_ms: ms,
+        min_ms: ms,
+        max_ms: ms,
+        runs: 20,
+        tflops: results::tflops(&shape, ms),
+    }
+}
+
+#[test]
+fn table_expansion_shows_the_numbers_it_was_given() {
+    let shape = Shape::new(4099, 17, 4104);
+    let check = |against: &str, rel_fro: f64| Check {
+        against: against.into(),
+        compared: 4099 * 17,
+        rel_fro,
+        max_abs: 0.03125,
+        rel_fro_bound: 0.0048828125,
+        elementwise_bound: "|d| <= 2^-7·|ref| + 2^-8·rms(ref)".into(),
+        passed: true,
+        first_failure: None,
+    };
+    let record = StepRecord {
+        step: 2,
+        name: "smem_tiling".into(),
+        title: "shared-memory tiling".into(),
+        arch: "sm_90".into(),
+        kernel: "steps/step02_smem_tiling/kernel.cu".into(),
+        shape,
+        seed: 987_654_321,
+        date: "2025-11-21T04:26:07Z".into(),
+        git: "0123abc".into(),
+        time: timing(0.123, shape),
+        cublas_bf16: timing(0.0456, shape),
+        cublas_sgemm: Some(timing(0.0789, shape)),
+        ratio_bf16: 0.370_731_7,
+        ratio_sgemm: Some(0.641_463_4),
+        checks: vec![check("step01", 2.34e-3), check("cuBLAS bf16", 5.67e-3)],
+        registers: Some(38),
+        static_smem_bytes: Some(8320),
+        dynamic_smem_bytes: 0,
+        local_bytes: Some(0),
+    };
+    let file = ResultsFile {
+        device: DeviceInfo {
+            name: "NVIDIA H200".into(),
+            compute_capability: "9.0".into(),
+            sms: 132,
+            l2_bytes: 60 * 1024 * 1024,
+            memory_bytes: 141 * 1000 * 1000 * 1000,
+            sm_clock_mhz: Some(1980),
+            mem_clock_mhz: None,
+            driver: "13.0".into(),
+            nvrtc: "13.0".into(),
+        },
+        records: vec![record],
+    };
+    let pass = LadderResults::new(vec![file]);
+    let all = pass.expand("{{#ladder-table}}", Path::new("results.md")).unwrap();
+    for expected in [
+        "NVIDIA H200",
+        "02 smem_tiling",
+        "4099×17×4104",
+        "sm_90",
+        "0.123",
+        "0.371",
+        "0.641",
+        "2.3e-3 (step01)",
+        "5.7e-3",
+        "38",
+        "8.1 KiB",
+        "132 SMs",
+        "60 MiB of L2",
+    ] {
+        assert!(all.contains(expected), "{expected} missing from\n{all}");
+    }
+    let tflops = format!("| {} |", results::significant(results::tflops(&shape, 0.123), 3));
+    assert!(all.contains(&tflops), "{tflops} missing from\n{all}");
+
+    let step = pass
+        .expand("{{#ladder-table step02}}", Path::new("step02-smem-tiling.md"))
+        .unwrap();
+    assert!(
+        step.contains("against step01: relative Frobenius error 2.34e-3 (bound 4.9e-3)"),
+        "{step}"
+    );
+    assert!(
+        step.contains("seed 987654321") && step.contains("--m 4099 --n 17 --k 4104 --seed 987654321"),
+        "{step}"
+    );
+    assert!(pass
+        .expand("{{#ladder-table step01}}", Path::new("x.md"))
+        .unwrap()
+        .contains("has not been recorded"));
+}
