@@ -3,7 +3,7 @@
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{Criterion, Throughput};
-use gemm_ladder::gpu::{self, Gpu, HANG_DEADLINE};
+use gemm_ladder::gpu::{self, hang_deadline, Gpu};
 use gemm_ladder::problem::Shape;
 use gemm_ladder::session::Session;
 use gemm_ladder::{libs, steps};
@@ -34,7 +34,7 @@ impl Measurement for CudaEvents {
 
     fn end(&self, start: Self::Intermediate) -> f64 {
         let end = self.event();
-        gpu::wait_for(&end, "a benchmarked batch", HANG_DEADLINE).expect("waiting for the GPU");
+        gpu::wait_for(&end, "a benchmarked batch", hang_deadline()).expect("waiting for the GPU");
         start.elapsed_ms(&end).expect("reading CUDA events") as f64 * 1e6
     }
 

@@ -22,8 +22,10 @@ pub fn ladder_svg_path(book_dir: &Path, slug: &str) -> PathBuf {
     figures_dir(book_dir).join(format!("ladder-{slug}.svg"))
 }
 
-/// Draws the ladder of every results file under `book_dir` into `book/src/figures`. A figure whose
-/// SVG is already up to date is left untouched. Returns the figure paths, in results-file order.
+/// Draws the ladder of every results file under `book_dir` into `book/src/figures`, and the figures
+/// computed from the encodings rather than from measurements (the swizzle bank picture,
+/// [`crate::figure_banks`]). A figure whose SVG is already up to date is left untouched. Returns the
+/// ladder figure paths, in results-file order.
 pub fn regenerate_all(book_dir: &Path) -> Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
     for file in results::load_all(book_dir)? {
@@ -31,6 +33,7 @@ pub fn regenerate_all(book_dir: &Path) -> Result<Vec<PathBuf>> {
         render_ladder(&file, &path)?;
         paths.push(path);
     }
+    crate::figure_banks::render_swizzle_banks(&crate::figure_banks::swizzle_banks_svg_path(book_dir))?;
     Ok(paths)
 }
 

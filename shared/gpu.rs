@@ -5,13 +5,21 @@ use crate::libs;
 use crate::results::DeviceInfo;
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How long one kernel may run before it is reported as hung. The slowest honest launch in the ladder
-/// (the naive kernel at 16384³) takes a few seconds; a kernel waiting on a barrier nobody arrives at
-/// waits forever.
-pub const HANG_DEADLINE: Duration = Duration::from_secs(60);
+/// How long one kernel may run before it is reported as hung: 60 s, or `GEMM_LADDER_HANG_SECONDS`.
+/// The slowest honest launch in the ladder (the naive kernel at 16384³) takes about 20 s; a kernel
+/// waiting on a barrier nobody arrives at waits forever.
+pub fn hang_deadline() -> Duration {
+    static DEADLINE: OnceLock<Duration> = OnceLock::new();
+    *DEADLINE.get_or_init(|| {
+        let seconds = std::env::var("GEMM_LADDER_HANG_SECONDS")
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok());
+        Duration::from_secs_f64(seconds.filter(|s| *s > 0.0).unwrap_or(60.0))
+    })
+}
 
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
@@ -90,7 +98,7 @@ impl Gpu {
     pub fn finish(&self, what: &str) -> Result<()> {
         let done = self.event()?;
         done.record(&self.stream).map_err(Error::cuda("recording an event"))?;
-        wait_for(&done, what, HANG_DEADLINE)?;
+        wait_for(&done, what, hang_deadline())?;
         self.ctx.check_err().map_err(Error::cuda(format!("running {what}")))
     }
 }

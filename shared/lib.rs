@@ -12,6 +12,7 @@ pub mod cublas;
 pub mod encoding;
 pub mod error;
 pub mod figure;
+pub mod figure_banks;
 pub mod gpu;
 pub mod libs;
 pub mod nvrtc;

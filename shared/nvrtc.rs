@@ -17,6 +17,9 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("common.cuh", include_str!("cuda/common.cuh")),
     ("mbarrier.cuh", include_str!("cuda/mbarrier.cuh")),
     ("tma.cuh", include_str!("cuda/tma.cuh")),
+    ("wgmma.cuh", include_str!("cuda/wgmma.cuh")),
+    ("stmatrix.cuh", include_str!("cuda/stmatrix.cuh")),
+    ("tcgen05.cuh", include_str!("cuda/tcgen05.cuh")),
 ];
 
 /// What to ask NVRTC for.

@@ -10,12 +10,21 @@ pub mod step01_naive;
 pub mod step02_smem_tiling;
 #[path = "../steps/step03_register_tiling/step.rs"]
 pub mod step03_register_tiling;
+#[path = "../steps/step04_tma_mma/step.rs"]
+pub mod step04_tma_mma;
+#[path = "../steps/step05_swizzle128/step.rs"]
+pub mod step05_swizzle128;
+#[path = "../steps/step06_tma_store/step.rs"]
+pub mod step06_tma_store;
 
 /// The ladder, bottom rung first.
 pub static ALL: &[&Step] = &[
     &step01_naive::STEP,
     &step02_smem_tiling::STEP,
     &step03_register_tiling::STEP,
+    &step04_tma_mma::STEP,
+    &step05_swizzle128::STEP,
+    &step06_tma_store::STEP,
 ];
 
 /// Step `id`, or a clear refusal.

@@ -3,7 +3,7 @@
 //! the number we report.
 
 use crate::error::{Error, Result};
-use crate::gpu::{self, Gpu, HANG_DEADLINE};
+use crate::gpu::{self, hang_deadline, Gpu};
 use crate::problem::Shape;
 use crate::results::Timing;
 
@@ -31,7 +31,7 @@ pub fn measure(
         launch(i)?;
     }
     record(&warm_end)?;
-    gpu::wait_for(&warm_end, what, HANG_DEADLINE * WARMUP_RUNS as u32)?;
+    gpu::wait_for(&warm_end, what, hang_deadline() * WARMUP_RUNS as u32)?;
     gpu.ctx.check_err().map_err(Error::cuda(format!("running {what}")))?;
     let estimate_ms = warm_start
         .elapsed_ms(&warm_end)
@@ -51,7 +51,7 @@ pub fn measure(
     }
     let mut times = Vec::with_capacity(runs as usize);
     for (start, end) in &events {
-        gpu::wait_for(end, what, HANG_DEADLINE)?;
+        gpu::wait_for(end, what, hang_deadline())?;
         times.push(start.elapsed_ms(end).map_err(Error::cuda("reading an event"))? as f64);
     }
     gpu.ctx.check_err().map_err(Error::cuda(format!("running {what}")))?;

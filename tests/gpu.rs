@@ -91,3 +91,60 @@ fn shapes_outside_the_contract_are_refused_before_any_launch() {
         Ok(_) => panic!("K = 12 was accepted"),
     }
 }
+
+/// A kernel that never finishes: it waits for C[0] to hold a value nobody writes (C starts as NaN).
+const SPIN_SOURCE: &str = "#include \"common.cuh\"\n\
+extern \"C\" __global__ void gemm(const bf16* A, const bf16* B, bf16* C, int M, int N, int K) {\n\
+    while (*(volatile bf16*)C != 0x1234) { }\n\
+}\n";
+
+/// The harness reports a kernel that never finishes as hung, in one line, and exits with code 3
+/// instead of waiting forever. The hang happens in a child process (this test binary, re-run).
+#[test]
+fn a_kernel_that_never_finishes_is_reported_as_hung() {
+    let child = std::env::var_os("GEMM_LADDER_HUNG_CHILD").is_some();
+    let _one = if child {
+        None
+    } else {
+        Some(GPU.lock().unwrap_or_else(|e| e.into_inner()))
+    };
+    let Some(gpu) = common::gpu_or_skip("a_kernel_that_never_finishes") else {
+        return;
+    };
+    if child {
+        let naive = &steps::step01_naive::STEP.kernels[0];
+        let spin = gemm_ladder::registry::KernelFile {
+            path: "tests/spin.cu",
+            source: SPIN_SOURCE,
+            entry: "gemm",
+            ..*naive
+        };
+        let mut session = Session::new(gpu, Shape::new(8, 8, 8), 1).unwrap_or_else(|e| panic!("{e}"));
+        let (function, _) = session::load_file(&session.gpu, &spin).unwrap_or_else(|e| panic!("{e}"));
+        let outcome = session.run_function(&function, spin.launch, "the spinning kernel");
+        panic!("the spinning kernel came back: {:?}", outcome.map(|_| ()));
+    }
+    drop(gpu);
+    let run = std::process::Command::new(std::env::current_exe().expect("test binary path"))
+        .args([
+            "--exact",
+            "a_kernel_that_never_finishes_is_reported_as_hung",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env("GEMM_LADDER_HUNG_CHILD", "1")
+        .env("GEMM_LADDER_HANG_SECONDS", "2")
+        .output()
+        .expect("running the child test");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        run.status.code(),
+        Some(3),
+        "child exit {:?}, stderr:\n{stderr}",
+        run.status
+    );
+    assert!(
+        stderr.contains("the spinning kernel did not finish within 2 s: reported as hung"),
+        "{stderr}"
+    );
+}

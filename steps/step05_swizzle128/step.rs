@@ -1,0 +1,156 @@
+//! Step 05 · swizzle128: what this step launches and how.
+//!
+//! Hopper (`sm90.cu`): one warpgroup per 128×128 tile of `C`, one K tile of 64 in flight, three blocks
+//! per SM. `A` and `B` arrive as 2D TMA boxes of 128 rows × 64 bf16 (one 128-byte row per matrix
+//! row) with the 128-byte swizzle; the wgmma descriptors say so (layout 128B, SBO = 8 rows × 128 B).
+//!
+//! Blackwell (`sm100.cu`, assembled, not run here): step 04's kernel with the same 2D swizzled boxes; the
+//! tcgen05 descriptors say 128-byte swizzle with SBO = 1024, and each k16 MMA starts 32 bytes further.
+
+use crate::encoding::{sm90, SmemSwizzle};
+use crate::error::{Error, Result};
+use crate::registry::{GemmOperands, KernelFile, Step, Targets};
+use crate::tma::{self, TmaSwizzle};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+
+/// The Hopper kernel's tile and launch (the same as step 04's).
+mod hopper {
+    use super::*;
+
+    /// Rows of `C` per block: two wgmma tiles of 64 rows, computed by one warpgroup.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: one `wgmma … m64n128k16` covers them.
+    pub const BN: u32 = 128;
+    /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// One warpgroup.
+    pub const THREADS: u32 = 128;
+    /// Blocks per SM the register budget is planned for (`__launch_bounds__`).
+    pub const BLOCKS_PER_SM: u32 = 3;
+    /// A and B tiles, then the mbarrier; plus 1 KiB so the kernel can align the tiles to 1024 bytes.
+    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + 8;
+    /// wgmma descriptor templates: 128-byte swizzle, K-major; LBO is unused for swizzled K-major
+    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step05_swizzle128/sm90.cu",
+        source: include_str!("sm90.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
+        let grid = (s.n.div_ceil(BN as usize) as u32, s.m.div_ceil(BM as usize) as u32, 1);
+        let config = LaunchConfig {
+            grid_dim: grid,
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: SMEM_BYTES,
+        };
+        let (m, n, k) = (s.m as i32, s.n as i32, s.k as i32);
+        let mut args = stream.launch_builder(func);
+        args.arg(&a_map).arg(&b_map).arg(&ops.c).arg(&m).arg(&n).arg(&k);
+        // SAFETY: the arguments match `gemm(TensorMap, TensorMap, bf16*, int, int, int)`; the maps and
+        // the pointer describe buffers of the sizes `ops.shape` implies.
+        unsafe { args.launch(config) }
+            .map(|_| ())
+            .map_err(Error::cuda("launching step 05 (sm90)"))
+    }
+}
+
+const HOPPER: KernelFile = hopper::KERNEL;
+
+/// The Blackwell kernel's tile and launch (step 04's, with swizzled boxes). Assembled for sm_100a by the
+/// tests; not run by this project.
+mod blackwell {
+    use super::*;
+    use crate::encoding::sm100::{self, AccumType, InputType};
+    use crate::encoding::{Major, LBO_IGNORED};
+
+    /// Rows of `C` per block: the M of one `tcgen05.mma`, so row i of the tile is TMEM lane i.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: the N of the MMA, and the TMEM columns allocated (a power of two).
+    pub const BN: u32 = 128;
+    /// Depth of the K slice one TMA copy brings: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// Four warps: together they reach all 128 TMEM lanes in the epilogue.
+    pub const THREADS: u32 = 128;
+    /// A and B tiles, plus 1 KiB so the kernel can align them to 1024 bytes (its barriers are static).
+    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2;
+    /// tcgen05 descriptor templates: 128-byte swizzle, K-major; LBO is ignored for swizzled K-major
+    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
+    /// `kind::f16` instruction descriptor: bf16 × bf16 → fp32, A and B K-major, M = BM, N = BN.
+    pub const IDESC: u32 = sm100::instr_descriptor_f16(
+        AccumType::F32,
+        InputType::BF16,
+        InputType::BF16,
+        Major::K,
+        Major::K,
+        BM,
+        BN,
+    );
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step05_swizzle128/sm100.cu",
+        source: include_str!("sm100.cu"),
+        targets: Targets::Blackwell,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("THREADS", THREADS as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+            ("IDESC", IDESC as u64),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
+        let grid = (s.n.div_ceil(BN as usize) as u32, s.m.div_ceil(BM as usize) as u32, 1);
+        let config = LaunchConfig {
+            grid_dim: grid,
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: SMEM_BYTES,
+        };
+        let (m, n, k) = (s.m as i32, s.n as i32, s.k as i32);
+        let mut args = stream.launch_builder(func);
+        args.arg(&a_map).arg(&b_map).arg(&ops.c).arg(&m).arg(&n).arg(&k);
+        // SAFETY: the arguments match `gemm(TensorMap, TensorMap, bf16*, int, int, int)`; the maps and
+        // the pointer describe buffers of the sizes `ops.shape` implies.
+        unsafe { args.launch(config) }
+            .map(|_| ())
+            .map_err(Error::cuda("launching step 05 (sm100)"))
+    }
+}
+
+const BLACKWELL: KernelFile = blackwell::KERNEL;
+
+pub const STEP: Step = Step {
+    id: 5,
+    name: "swizzle128",
+    title: "128-byte swizzle: TMA boxes of whole 128-byte rows, swizzled into a layout the tensor cores read",
+    predecessor: Some(4),
+    kernels: &[HOPPER, BLACKWELL],
+};
