@@ -104,7 +104,8 @@ impl Gpu {
 }
 
 /// Polls `event` until it completes. Past the deadline the process ends at once with the hung
-/// message: unwinding would free buffers a running kernel still uses and could block in the driver.
+/// message: unwinding would free buffers a running kernel still uses, and the CUDA library's exit
+/// handlers would block on the kernel.
 pub fn wait_for(event: &CudaEvent, what: &str, deadline: Duration) -> Result<()> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(20);
@@ -120,7 +121,10 @@ pub fn wait_for(event: &CudaEvent, what: &str, deadline: Duration) -> Result<()>
                 seconds: deadline.as_secs_f64(),
             };
             eprintln!("error: {hung}");
-            std::process::exit(hung.exit_code() as i32);
+            // `_exit`, not `exit`: the CUDA library's exit handlers would wait for the kernel that
+            // never ends. The driver tears the context (and the kernel) down with the process.
+            // SAFETY: ends the process; nothing after this runs.
+            unsafe { libc::_exit(hung.exit_code() as i32) };
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(5));
