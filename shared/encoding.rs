@@ -216,6 +216,7 @@ pub struct Offsets {
     pub stride_byte_offset: u32,
 }
 
+// ANCHOR: k_major_offsets
 /// Checked form of [`k_major_offsets`].
 pub const fn try_k_major_offsets(rows: u32, swizzle: SmemSwizzle) -> Result<Offsets, EncodingError> {
     if rows == 0 || rows & 7 != 0 {
@@ -247,6 +248,7 @@ pub const fn try_k_major_offsets(rows: u32, swizzle: SmemSwizzle) -> Result<Offs
         )),
     }
 }
+// ANCHOR_END: k_major_offsets
 
 /// LBO and SBO for the K-major layouts the ladder uses, for a tile of `rows` M (or N) rows:
 ///
@@ -432,6 +434,7 @@ pub mod sm100 {
         BF16,
     }
 
+    // ANCHOR: idesc_fields
     /// Bit positions of the instruction descriptor (PTX ISA Table 42; CUTLASS `UMMA::InstrDescriptor`).
     pub mod idesc {
         /// Sparsity flag (0 = dense).
@@ -459,6 +462,7 @@ pub mod sm100 {
         /// Maximum shift for `.ws` B reuse, 2 bits (0).
         pub const MAX_SHIFT_SHIFT: u32 = 30;
     }
+    // ANCHOR_END: idesc_fields
 
     /// The instruction descriptor's "transpose" bit: 0 for K-major, 1 for M/N-major.
     const fn major_code(major: Major) -> u32 {
@@ -532,6 +536,7 @@ pub mod sm100 {
     }
 }
 
+// ANCHOR: swizzle
 /// Where the 16-byte chunk at `byte_offset` (from a 1024-byte-aligned base for 128B; 512 for 64B; 256
 /// for 32B) lands under `swizzle`: the XOR of address bits the hardware (TMA writing, the tensor core
 /// reading) applies. Bits below 16 bytes are kept, so the result is a byte offset too.
@@ -557,6 +562,7 @@ pub const fn swizzle(swizzle: SmemSwizzle, byte_offset: u32) -> u32 {
         SmemSwizzle::B128Atom32B => xor(byte_offset, 2, 5, 2),
     }
 }
+// ANCHOR_END: swizzle
 
 /// Lanes of Tensor Memory (rows) per CTA.
 pub const TMEM_LANES: u32 = 128;
@@ -720,6 +726,7 @@ mod tests {
         assert_eq!(k_major_offsets(64, SmemSwizzle::B32).stride_byte_offset, 256);
     }
 
+    // ANCHOR: worked_descriptors
     #[test]
     fn worked_descriptor_values() {
         // K-major, no swizzle, 128 rows: LBO 2048 -> field 128 at bit 16; SBO 128 -> field 8 at bit 32.
@@ -749,6 +756,7 @@ mod tests {
             sm100 | (descriptor_address_bits(addr) + (96 >> 4))
         );
     }
+    // ANCHOR_END: worked_descriptors
 
     #[test]
     fn descriptor_address_bits_is_matrix_descriptor_encode() {
@@ -769,6 +777,7 @@ mod tests {
         sm100::instr_descriptor_f16(d, a, b, am, bm, m, n)
     }
 
+    // ANCHOR: idesc_worked
     #[test]
     fn instr_descriptor_worked_value() {
         // BF16 × BF16 -> F32, both K-major, M=128, N=256: 1<<4 | 1<<7 | 1<<10 | 32<<17 | 8<<24.
@@ -778,6 +787,7 @@ mod tests {
             0x0840_0490
         );
     }
+    // ANCHOR_END: idesc_worked
 
     #[test]
     fn instr_descriptor_each_field_alone() {

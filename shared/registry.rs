@@ -7,6 +7,7 @@
 use crate::arch::Arch;
 use crate::error::{Error, Result};
 use crate::problem::Shape;
+use crate::tma::TensorMap;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
 /// Which GPUs a kernel file is written for.
@@ -128,6 +129,47 @@ impl Step {
         let list: Vec<&str> = self.kernels.iter().map(|k| k.targets.describe()).collect();
         list.join(" or ")
     }
+}
+
+/// One block per `bm`×`bn` tile of `C` (grid x along N, y along M), `threads` threads per block and
+/// `dynamic_smem` bytes of dynamic shared memory.
+pub fn tile_config(shape: Shape, bm: u32, bn: u32, threads: u32, dynamic_smem: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (
+            shape.n.div_ceil(bn as usize) as u32,
+            shape.m.div_ceil(bm as usize) as u32,
+            1,
+        ),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: dynamic_smem,
+    }
+}
+
+/// Enqueues a kernel of the tensor-core steps' signature:
+/// `gemm(TensorMap maps..., bf16* C, int M, int N, int K, int flags...)`, maps passed by value
+/// (`const __grid_constant__`).
+pub fn launch_with_maps(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    maps: &[TensorMap],
+    ops: &GemmOperands,
+    flags: &[i32],
+    config: LaunchConfig,
+) -> Result<()> {
+    let (m, n, k) = (ops.shape.m as i32, ops.shape.n as i32, ops.shape.k as i32);
+    let mut args = stream.launch_builder(function);
+    for map in maps {
+        args.arg(map);
+    }
+    args.arg(&ops.c).arg(&m).arg(&n).arg(&k);
+    for flag in flags {
+        args.arg(flag);
+    }
+    // SAFETY: the caller's kernel takes exactly these parameters in this order; the maps and the
+    // pointer describe buffers of the sizes `ops.shape` implies.
+    unsafe { args.launch(config) }
+        .map(|_| ())
+        .map_err(Error::cuda("launching a kernel"))
 }
 
 /// Enqueues a kernel of the CUDA-core steps' signature, `gemm(A, B, C, M, N, K)`, with `config`.

@@ -140,6 +140,7 @@ impl TiledMap<'_> {
     }
 }
 
+// ANCHOR: matrix_2d
 /// A row-major `rows`×`cols` bf16 matrix read in `box_rows`×`box_cols` boxes (2D map).
 pub fn matrix_2d(
     name: &str,
@@ -160,7 +161,9 @@ pub fn matrix_2d(
     }
     .encode()
 }
+// ANCHOR_END: matrix_2d
 
+// ANCHOR: columns_map
 /// A row-major `rows`×`cols` bf16 matrix (`cols` a multiple of 8) seen as 16-byte columns: dimension 0
 /// is the 8 elements of one column, 1 the rows, 2 which column. A `box_rows`×`box_cols` box lands in
 /// shared memory column after column, each column `box_rows` × 16 bytes: the no-swizzle K-major
@@ -187,6 +190,27 @@ pub fn matrix_as_16_byte_columns(
         swizzle: TmaSwizzle::None,
     }
     .encode()
+}
+// ANCHOR_END: columns_map
+
+/// The map for storing `C` (`rows`×`cols` bf16) in `box_rows`×`box_cols` 128-byte-swizzled boxes, and
+/// whether a TMA store can be used at all: its row stride must be a multiple of 16 bytes, so `cols`
+/// must be a multiple of 8. Otherwise the kernel is told to store directly, and the map is unused.
+pub fn store_map_for_c(
+    address: u64,
+    rows: usize,
+    cols: usize,
+    box_rows: u32,
+    box_cols: u32,
+) -> Result<(TensorMap, bool)> {
+    if cols.is_multiple_of(8) {
+        Ok((
+            matrix_2d("C", address, rows, cols, box_rows, box_cols, TmaSwizzle::B128)?,
+            true,
+        ))
+    } else {
+        Ok((TensorMap([0; 16]), false))
+    }
 }
 
 #[cfg(test)]
@@ -240,5 +264,11 @@ mod tests {
         };
         assert!(unaligned.check().unwrap_err().contains("16-byte aligned"));
         assert!(matrix_as_16_byte_columns("B", 0x1000, 64, 12, 64, 8).is_err());
+    }
+
+    #[test]
+    fn c_falls_back_to_direct_stores_when_its_rows_are_not_16_byte_multiples() {
+        let (_, use_tma_store) = store_map_for_c(0x1000, 100, 1030, 128, 64).unwrap();
+        assert!(!use_tma_store);
     }
 }

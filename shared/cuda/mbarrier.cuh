@@ -27,17 +27,20 @@ __device__ __forceinline__ void mbarrier_init_fence() {
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
+// ANCHOR: arrive_expect
 // Arrive once and announce `bytes` more bytes that asynchronous copies will deliver this phase.
 __device__ __forceinline__ void mbarrier_arrive_expect_bytes(u64* barrier, u32 bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(barrier)), "r"(bytes)
                  : "memory");
 }
+// ANCHOR_END: arrive_expect
 
 // Arrive once.
 __device__ __forceinline__ void mbarrier_arrive(u64* barrier) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(barrier)) : "memory");
 }
 
+// ANCHOR: wait
 // Block until the phase of parity `parity` has completed. try_wait may give up after a while
 // (returning false), so it sits in a loop.
 __device__ __forceinline__ void mbarrier_wait(u64* barrier, u32 parity) {
@@ -52,3 +55,4 @@ __device__ __forceinline__ void mbarrier_wait(u64* barrier, u32 parity) {
         "r"(parity)
         : "memory");
 }
+// ANCHOR_END: wait

@@ -18,6 +18,7 @@ __device__ __forceinline__ void stmatrix_x4(u32 row_address, u32 m0, u32 m1, u32
                  : "memory");
 }
 
+// ANCHOR: swizzle_offset
 // Byte offset of the 16-byte chunk `chunk` (0 .. 7) of row `row` inside a tile of 128-byte rows laid out
 // with the 128-byte swizzle (the TMA's CU_TENSOR_MAP_SWIZZLE_128B): in every group of eight rows, chunk c
 // of row r is stored at chunk c ^ (r % 8). The tile must start 1024-byte aligned, because the hardware
@@ -29,3 +30,4 @@ __device__ __forceinline__ void stmatrix_x4(u32 row_address, u32 m0, u32 m1, u32
 __device__ __forceinline__ u32 swizzle_128b_offset(u32 row, u32 chunk) {
     return row * 128 + ((chunk ^ (row % 8)) * 16);
 }
+// ANCHOR_END: swizzle_offset

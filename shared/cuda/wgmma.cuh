@@ -122,6 +122,7 @@ struct Wgmma<256> {
 #undef WGMMA_BF16_ASM
 
 // ---------------------------------------------------------------------------------------------------
+// ANCHOR: fragment
 // Where the accumulators live: the fragment of D (m64nN, fp32) that thread t of the warpgroup holds.
 //
 // Warp w = t / 32 owns rows 16w .. 16w + 15 of the 64. Inside the warp, lane l sits in row l / 4 (and
@@ -144,3 +145,4 @@ struct WgmmaFragment {
         column = 2 * (lane % 4);
     }
 };
+// ANCHOR_END: fragment

@@ -9,10 +9,10 @@
 //! four warps read the accumulators back with `tcgen05.ld` for the epilogue.
 
 use crate::encoding::{sm90, SmemSwizzle};
-use crate::error::{Error, Result};
-use crate::registry::{GemmOperands, KernelFile, Step, Targets};
+use crate::error::Result;
+use crate::registry::{launch_with_maps, tile_config, GemmOperands, KernelFile, Step, Targets};
 use crate::tma;
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch.
 mod hopper {
@@ -30,11 +30,13 @@ mod hopper {
     pub const BLOCKS_PER_SM: u32 = 3;
     /// A and B tiles, then the mbarrier; plus 1 KiB so the kernel can align the tiles to 1024 bytes.
     pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + 8;
+    // ANCHOR: hopper_descriptors
     /// wgmma descriptor templates, K-major without swizzle. LBO: the core matrix next along K is the
     /// next 16-byte column of the tile, `rows` × 16 bytes away. SBO: the next 8 rows of the same
     /// column, 8 × 16 = 128 bytes away.
     pub const A_DESC: u64 = sm90::smem_descriptor(0, BM * 16, 128, SmemSwizzle::None);
     pub const B_DESC: u64 = sm90::smem_descriptor(0, BN * 16, 128, SmemSwizzle::None);
+    // ANCHOR_END: hopper_descriptors
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step04_tma_mma/sm90.cu",
@@ -57,20 +59,8 @@ mod hopper {
         let s = ops.shape;
         let a_map = tma::matrix_as_16_byte_columns("A", ops.a, s.m, s.k, BM, BK)?;
         let b_map = tma::matrix_as_16_byte_columns("B", ops.b, s.n, s.k, BN, BK)?;
-        let grid = (s.n.div_ceil(BN as usize) as u32, s.m.div_ceil(BM as usize) as u32, 1);
-        let config = LaunchConfig {
-            grid_dim: grid,
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: SMEM_BYTES,
-        };
-        let (m, n, k) = (s.m as i32, s.n as i32, s.k as i32);
-        let mut args = stream.launch_builder(func);
-        args.arg(&a_map).arg(&b_map).arg(&ops.c).arg(&m).arg(&n).arg(&k);
-        // SAFETY: the arguments match `gemm(TensorMap, TensorMap, bf16*, int, int, int)`; the maps and
-        // the pointer describe buffers of the sizes `ops.shape` implies.
-        unsafe { args.launch(config) }
-            .map(|_| ())
-            .map_err(Error::cuda("launching step 04 (sm90)"))
+        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
+        launch_with_maps(func, stream, &[a_map, b_map], ops, &[], config)
     }
 }
 
@@ -92,6 +82,7 @@ mod blackwell {
     pub const THREADS: u32 = 128;
     /// A and B tiles, plus 1 KiB so the kernel can align them to 1024 bytes (its barriers are static).
     pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2;
+    // ANCHOR: blackwell_descriptors
     /// tcgen05 descriptor templates, K-major without swizzle (the same LBO and SBO as wgmma's). LBO: the
     /// core matrix next along K is in the next 16-byte column, `rows` × 16 bytes away. SBO: the next 8
     /// rows of the same column, 128 bytes away.
@@ -107,6 +98,7 @@ mod blackwell {
         BM,
         BN,
     );
+    // ANCHOR_END: blackwell_descriptors
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step04_tma_mma/sm100.cu",
@@ -130,20 +122,8 @@ mod blackwell {
         let s = ops.shape;
         let a_map = tma::matrix_as_16_byte_columns("A", ops.a, s.m, s.k, BM, BK)?;
         let b_map = tma::matrix_as_16_byte_columns("B", ops.b, s.n, s.k, BN, BK)?;
-        let grid = (s.n.div_ceil(BN as usize) as u32, s.m.div_ceil(BM as usize) as u32, 1);
-        let config = LaunchConfig {
-            grid_dim: grid,
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: SMEM_BYTES,
-        };
-        let (m, n, k) = (s.m as i32, s.n as i32, s.k as i32);
-        let mut args = stream.launch_builder(func);
-        args.arg(&a_map).arg(&b_map).arg(&ops.c).arg(&m).arg(&n).arg(&k);
-        // SAFETY: the arguments match `gemm(TensorMap, TensorMap, bf16*, int, int, int)`; the maps and
-        // the pointer describe buffers of the sizes `ops.shape` implies.
-        unsafe { args.launch(config) }
-            .map(|_| ())
-            .map_err(Error::cuda("launching step 04 (sm100)"))
+        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
+        launch_with_maps(func, stream, &[a_map, b_map], ops, &[], config)
     }
 }
 

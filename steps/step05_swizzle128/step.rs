@@ -8,10 +8,10 @@
 //! tcgen05 descriptors say 128-byte swizzle with SBO = 1024, and each k16 MMA starts 32 bytes further.
 
 use crate::encoding::{sm90, SmemSwizzle};
-use crate::error::{Error, Result};
-use crate::registry::{GemmOperands, KernelFile, Step, Targets};
+use crate::error::Result;
+use crate::registry::{launch_with_maps, tile_config, GemmOperands, KernelFile, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch (the same as step 04's).
 mod hopper {
@@ -29,10 +29,12 @@ mod hopper {
     pub const BLOCKS_PER_SM: u32 = 3;
     /// A and B tiles, then the mbarrier; plus 1 KiB so the kernel can align the tiles to 1024 bytes.
     pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + 8;
+    // ANCHOR: hopper_descriptors
     /// wgmma descriptor templates: 128-byte swizzle, K-major; LBO is unused for swizzled K-major
     /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
     pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+    // ANCHOR_END: hopper_descriptors
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step05_swizzle128/sm90.cu",
@@ -53,22 +55,12 @@ mod hopper {
 
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
+        // ANCHOR: hopper_maps
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
         let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
-        let grid = (s.n.div_ceil(BN as usize) as u32, s.m.div_ceil(BM as usize) as u32, 1);
-        let config = LaunchConfig {
-            grid_dim: grid,
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: SMEM_BYTES,
-        };
-        let (m, n, k) = (s.m as i32, s.n as i32, s.k as i32);
-        let mut args = stream.launch_builder(func);
-        args.arg(&a_map).arg(&b_map).arg(&ops.c).arg(&m).arg(&n).arg(&k);
-        // SAFETY: the arguments match `gemm(TensorMap, TensorMap, bf16*, int, int, int)`; the maps and
-        // the pointer describe buffers of the sizes `ops.shape` implies.
-        unsafe { args.launch(config) }
-            .map(|_| ())
-            .map_err(Error::cuda("launching step 05 (sm90)"))
+        // ANCHOR_END: hopper_maps
+        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
+        launch_with_maps(func, stream, &[a_map, b_map], ops, &[], config)
     }
 }
 
@@ -91,6 +83,7 @@ mod blackwell {
     pub const THREADS: u32 = 128;
     /// A and B tiles, plus 1 KiB so the kernel can align them to 1024 bytes (its barriers are static).
     pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2;
+    // ANCHOR: blackwell_descriptors
     /// tcgen05 descriptor templates: 128-byte swizzle, K-major; LBO is ignored for swizzled K-major
     /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
     pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
@@ -105,6 +98,7 @@ mod blackwell {
         BM,
         BN,
     );
+    // ANCHOR_END: blackwell_descriptors
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step05_swizzle128/sm100.cu",
@@ -128,20 +122,8 @@ mod blackwell {
         let s = ops.shape;
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
         let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
-        let grid = (s.n.div_ceil(BN as usize) as u32, s.m.div_ceil(BM as usize) as u32, 1);
-        let config = LaunchConfig {
-            grid_dim: grid,
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: SMEM_BYTES,
-        };
-        let (m, n, k) = (s.m as i32, s.n as i32, s.k as i32);
-        let mut args = stream.launch_builder(func);
-        args.arg(&a_map).arg(&b_map).arg(&ops.c).arg(&m).arg(&n).arg(&k);
-        // SAFETY: the arguments match `gemm(TensorMap, TensorMap, bf16*, int, int, int)`; the maps and
-        // the pointer describe buffers of the sizes `ops.shape` implies.
-        unsafe { args.launch(config) }
-            .map(|_| ())
-            .map_err(Error::cuda("launching step 05 (sm100)"))
+        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
+        launch_with_maps(func, stream, &[a_map, b_map], ops, &[], config)
     }
 }
 

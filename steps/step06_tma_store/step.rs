@@ -10,10 +10,10 @@
 //! conflict-free) and one of its threads stores them with the TMA. The same `N % 8` fallback.
 
 use crate::encoding::{sm90, SmemSwizzle};
-use crate::error::{Error, Result};
-use crate::registry::{GemmOperands, KernelFile, Step, Targets};
+use crate::error::Result;
+use crate::registry::{launch_with_maps, tile_config, GemmOperands, KernelFile, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch (step 05's).
 mod hopper {
@@ -60,34 +60,19 @@ mod hopper {
         let s = ops.shape;
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
         let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
+        // ANCHOR: c_map
         // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16 bytes.
-        let use_tma_store = s.n.is_multiple_of(8);
-        let c_map = if use_tma_store {
-            tma::matrix_2d("C", ops.c, s.m, s.n, BM, C_BOX_COLS, TmaSwizzle::B128)?
-        } else {
-            tma::TensorMap([0; 16])
-        };
-        let grid = (s.n.div_ceil(BN as usize) as u32, s.m.div_ceil(BM as usize) as u32, 1);
-        let config = LaunchConfig {
-            grid_dim: grid,
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: SMEM_BYTES,
-        };
-        let (m, n, k, flag) = (s.m as i32, s.n as i32, s.k as i32, use_tma_store as i32);
-        let mut args = stream.launch_builder(func);
-        args.arg(&a_map)
-            .arg(&b_map)
-            .arg(&c_map)
-            .arg(&ops.c)
-            .arg(&m)
-            .arg(&n)
-            .arg(&k)
-            .arg(&flag);
-        // SAFETY: the arguments match `gemm(TensorMap, TensorMap, TensorMap, bf16*, int, int, int, int)`;
-        // the maps and the pointer describe buffers of the sizes `ops.shape` implies.
-        unsafe { args.launch(config) }
-            .map(|_| ())
-            .map_err(Error::cuda("launching step 06 (sm90)"))
+        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BM, C_BOX_COLS)?;
+        // ANCHOR_END: c_map
+        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
+        launch_with_maps(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            config,
+        )
     }
 }
 
@@ -152,33 +137,16 @@ mod blackwell {
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
         let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
         // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16 bytes.
-        let use_tma_store = s.n.is_multiple_of(8);
-        let c_map = if use_tma_store {
-            tma::matrix_2d("C", ops.c, s.m, s.n, BOX_ROWS, BOX_COLS, TmaSwizzle::B128)?
-        } else {
-            tma::TensorMap([0; 16])
-        };
-        let grid = (s.n.div_ceil(BN as usize) as u32, s.m.div_ceil(BM as usize) as u32, 1);
-        let config = LaunchConfig {
-            grid_dim: grid,
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: SMEM_BYTES,
-        };
-        let (m, n, k, flag) = (s.m as i32, s.n as i32, s.k as i32, use_tma_store as i32);
-        let mut args = stream.launch_builder(func);
-        args.arg(&a_map)
-            .arg(&b_map)
-            .arg(&c_map)
-            .arg(&ops.c)
-            .arg(&m)
-            .arg(&n)
-            .arg(&k)
-            .arg(&flag);
-        // SAFETY: the arguments match `gemm(TensorMap, TensorMap, TensorMap, bf16*, int, int, int, int)`;
-        // the maps and the pointer describe buffers of the sizes `ops.shape` implies.
-        unsafe { args.launch(config) }
-            .map(|_| ())
-            .map_err(Error::cuda("launching step 06 (sm100)"))
+        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BOX_ROWS, BOX_COLS)?;
+        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
+        launch_with_maps(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            config,
+        )
     }
 }
 
