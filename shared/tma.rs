@@ -193,6 +193,7 @@ pub fn matrix_as_16_byte_columns(
 }
 // ANCHOR_END: columns_map
 
+// ANCHOR: store_map_for_c
 /// The map for storing `C` (`rows`×`cols` bf16) in `box_rows`×`box_cols` 128-byte-swizzled boxes, and
 /// whether a TMA store can be used at all: its row stride must be a multiple of 16 bytes, so `cols`
 /// must be a multiple of 8. Otherwise the kernel is told to store directly, and the map is unused.
@@ -212,6 +213,7 @@ pub fn store_map_for_c(
         Ok((TensorMap([0; 16]), false))
     }
 }
+// ANCHOR_END: store_map_for_c
 
 #[cfg(test)]
 mod tests {

@@ -7,8 +7,9 @@
 // strides, swizzle mode) and the tensor cores read shared memory themselves.
 //
 // The MMA is asynchronous, which is why it needs three more instructions:
-//   wgmma_fence()   before the first wgmma of a batch: the accumulator registers (and any shared
-//                   memory the MMA reads) written by ordinary instructions are ordered before it.
+//   wgmma_fence()   before the first wgmma of a batch: accumulator registers written by ordinary
+//                   instructions are ordered before it. (It orders registers only: shared memory
+//                   written by ordinary stores needs fence.proxy.async; ours arrives by TMA.)
 //   wgmma_commit()  closes the batch of wgmmas issued so far into one "wgmma group".
 //   wgmma_wait<N>() blocks until at most N groups are still running. Until then the accumulators are
 //                   in flux and the shared memory they read must not be overwritten.

@@ -54,7 +54,8 @@ static_assert(BK % 16 == 0, "wgmma consumes K in slices of 16");
 // ANCHOR: kernel
 // __launch_bounds__(128, BLOCKS_PER_SM): with one K tile in flight per block, the tensor cores idle while
 // a block waits for its next tile unless another block on the same SM has one ready. Three blocks per
-// SM cap a thread at 65536 / (3 · 128) = 170 registers: 128 accumulators plus addressing fit.
+// SM cap a thread at 65536 / (3 · 128) = 170, in practice 168 registers
+// (they are allocated in groups of 8): 128 accumulators plus addressing fit.
 extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const __grid_constant__ TensorMap a_map,
                                                                          const __grid_constant__ TensorMap b_map,
                                                                          bf16* __restrict__ C, int M, int N, int K) {

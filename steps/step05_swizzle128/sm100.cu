@@ -5,8 +5,9 @@
 // Step 04's layout cut every tile into BK/8 columns of 16 bytes, so the copy engine fetched each row
 // of A and B as eight separate 16-byte pieces. Here a row of a tile is what it is in global memory:
 // BK = 64 bf16 = 128 contiguous bytes, copied as one line and stored as one 128-byte row of shared
-// memory, the rows one after another. (The seeds measured this step at 1.9× and 2.7× step 04 on a
-// B200; wider, simpler copies are the likely reason, as step 04 had no bank conflicts to remove.)
+// memory, the rows one after another. (The source texts saw their own swizzled kernels run 1.9× and
+// 2.7× faster than their unswizzled ones on a B200. Our reading, not a measurement: wider, simpler
+// copies are a large part of it, since step 04's interleaved core matrices read without conflicts.)
 //
 // A core matrix (8 rows × 16 bytes at the same K) now has its rows 128 bytes apart. Stored plainly,
 // its 8 pieces would sit in the same four banks of shared memory, an 8-way conflict for anything that

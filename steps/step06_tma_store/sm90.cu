@@ -60,7 +60,8 @@ static_assert(C_BOX_BYTES * C_BOXES <= A_TILE_BYTES + B_TILE_BYTES, "the staging
 // ANCHOR: kernel
 // __launch_bounds__(128, BLOCKS_PER_SM): with one K tile in flight per block, the tensor cores idle while
 // a block waits for its next tile unless another block on the same SM has one ready. Three blocks per
-// SM cap a thread at 65536 / (3 · 128) = 170 registers: 128 accumulators plus addressing fit.
+// SM cap a thread at 65536 / (3 · 128) = 170, in practice 168 registers
+// (they are allocated in groups of 8): 128 accumulators plus addressing fit.
 // `c_map` describes C in boxes of BM rows × 64 columns with the 128-byte swizzle; it is only read when
 // `use_tma_store` is set (N % 8 == 0).
 extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const __grid_constant__ TensorMap a_map,
