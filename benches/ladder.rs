@@ -18,7 +18,9 @@ struct CudaEvents {
 
 impl CudaEvents {
     fn event(&self) -> cudarc::driver::CudaEvent {
-        let event = self.ctx.new_event(None).expect("creating a CUDA event");
+        // CU_EVENT_DEFAULT: events made with no flags here cannot be timed.
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let event = self.ctx.new_event(flags).expect("creating a CUDA event");
         event.record(&self.stream).expect("recording a CUDA event");
         event
     }
