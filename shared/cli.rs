@@ -189,15 +189,7 @@ pub fn step_main(id: u8) -> Result<()> {
     }
     let shapes = args.common.shapes();
     for shape in &shapes {
-        if let Some(rule) = shape.contract_violation() {
-            return Err(Error::Shape {
-                step: step.binary(),
-                m: shape.m,
-                n: shape.n,
-                k: shape.k,
-                rule,
-            });
-        }
+        shape.check(&step.binary())?;
     }
     let mut gpu = Some(open_for_running()?);
     let seed = args.common.seed.unwrap_or_else(fresh_seed);

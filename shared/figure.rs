@@ -65,23 +65,12 @@ fn draw_error(what: &str) -> impl FnOnce(DrawingAreaErrorKind<std::io::Error>) -
     move |e| Error::Other(format!("drawing {what}: {e}"))
 }
 
-/// Writes `text` to `path` (creating folders), through a temporary file, unless it already holds it.
-fn write_if_changed(path: &Path, text: &str) -> Result<()> {
+/// Writes `text` to `path` unless it already holds it (so regenerating leaves unchanged figures alone).
+pub(crate) fn write_if_changed(path: &Path, text: &str) -> Result<()> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
         return Ok(());
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("figure.svg");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(Error::io(format!("writing {}", tmp.display())))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::Io {
-            context: format!("replacing {}", path.display()),
-            source: e,
-        }
-    })
+    crate::results::write_file_atomically(path, text)
 }
 
 /// The smallest of 1, 2, 5 × 10^k that is at least `x` (`up`), or the largest at most `x`.

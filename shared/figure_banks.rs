@@ -30,21 +30,7 @@ pub fn swizzle_banks_svg_path(book_dir: &Path) -> PathBuf {
 /// Draws the figure into `out` (an SVG file), creating folders; a file that already holds exactly this
 /// figure is left untouched.
 pub fn render_swizzle_banks(out: &Path) -> Result<()> {
-    let svg = swizzle_banks_svg()?;
-    if std::fs::read_to_string(out).is_ok_and(|old| old == svg) {
-        return Ok(());
-    }
-    let dir = out.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
-    let tmp = dir.join(format!(".swizzle-banks.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, &svg).map_err(Error::io(format!("writing {}", tmp.display())))?;
-    std::fs::rename(&tmp, out).map_err(|source| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::Io {
-            context: format!("replacing {}", out.display()),
-            source,
-        }
-    })
+    crate::figure::write_if_changed(out, &swizzle_banks_svg()?)
 }
 
 /// `groups[row][chunk]`: the bank group (`bank / 4`, 0..8) that the 16-byte chunk `chunk` of row `row`

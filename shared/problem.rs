@@ -56,6 +56,22 @@ impl Shape {
     }
 }
 
+impl Shape {
+    /// The contract as an error naming who refused the shape and the rule it broke.
+    pub fn check(&self, refused_by: &str) -> crate::error::Result<()> {
+        match self.contract_violation() {
+            None => Ok(()),
+            Some(rule) => Err(crate::error::Error::Shape {
+                step: refused_by.to_string(),
+                m: self.m,
+                n: self.n,
+                k: self.k,
+                rule,
+            }),
+        }
+    }
+}
+
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}x{}x{}", self.m, self.n, self.k)

@@ -269,12 +269,18 @@ fn stable_json(file: &ResultsFile) -> serde_json::Result<String> {
 /// Pretty JSON with a trailing newline, written to a temporary file beside `path` and renamed over it,
 /// so that a reader never sees half a file.
 fn write_atomic(path: &Path, file: &ResultsFile) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
     let mut text =
         stable_json(file).map_err(|e| Error::Other(format!("serialising the results for {}: {e}", path.display())))?;
     text.push('\n');
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("results.json");
+    write_file_atomically(path, &text)
+}
+
+/// Writes `text` to `path` (creating folders) through a temporary file and a rename, so that a reader
+/// never sees half a file.
+pub fn write_file_atomically(path: &Path, text: &str) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, text).map_err(Error::io(format!("writing {}", tmp.display())))?;
     std::fs::rename(&tmp, path).map_err(|e| {
@@ -458,6 +464,21 @@ pub(crate) mod tests {
         assert_eq!(significant(0.0, 3), "0");
         assert_eq!(significant(-2.5, 2), "-2.5");
         assert_eq!(significant(123456.0, 3), "123456");
+    }
+
+    #[test]
+    fn median_of_odd_counts_extremes_and_tflops_from_the_median() {
+        let shape = Shape::square(1024);
+        assert_eq!(Timing::from_samples(&[3.0, 1.0, 2.0], &shape).unwrap().median_ms, 2.0);
+        assert_eq!(
+            Timing::from_samples(&[4.0, 1.0, 3.0, 2.0], &shape).unwrap().median_ms,
+            2.5
+        );
+        let t = Timing::from_samples(&[5.0, 1.0, 9.0], &shape).unwrap();
+        assert_eq!((t.min_ms, t.max_ms, t.runs), (1.0, 9.0, 3));
+        // 2·4096³ flops in 1 ms is 137.4 TFLOPS.
+        let t = Timing::from_samples(&[1.0], &Shape::square(4096)).unwrap();
+        assert!((t.tflops - 137.438_953_472).abs() < 1e-6);
     }
 
     #[test]

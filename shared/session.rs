@@ -89,15 +89,7 @@ fn input_copies(gpu: &Gpu, bytes_per_copy: u64) -> usize {
 
 impl Session {
     pub fn new(gpu: Gpu, shape: Shape, seed: u64) -> Result<Session> {
-        if let Some(rule) = shape.contract_violation() {
-            return Err(Error::Shape {
-                step: "the harness".into(),
-                m: shape.m,
-                n: shape.n,
-                k: shape.k,
-                rule,
-            });
-        }
+        shape.check("the harness")?;
         let inputs = Inputs::generate(shape, seed);
         let bytes_per_copy = 2 * (shape.m * shape.k + shape.n * shape.k) as u64;
         let copies = input_copies(&gpu, bytes_per_copy);
@@ -394,15 +386,7 @@ pub fn load_kernel(gpu: &Gpu, step: &'static Step, shape: Shape) -> Result<Loade
             needs: step.needs(),
             found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
         })?;
-    if let Some(rule) = shape.contract_violation() {
-        return Err(Error::Shape {
-            step: step.binary(),
-            m: shape.m,
-            n: shape.n,
-            k: shape.k,
-            rule,
-        });
-    }
+    shape.check(&step.binary())?;
     let started = Instant::now();
     let (function, arch) = load_file(gpu, file)?;
     let compile_ms = started.elapsed().as_secs_f64() * 1e3;

@@ -55,45 +55,6 @@ pub fn measure(
         times.push(start.elapsed_ms(end).map_err(Error::cuda("reading an event"))? as f64);
     }
     gpu.ctx.check_err().map_err(Error::cuda(format!("running {what}")))?;
-    Ok(summarize(&times, shape))
-}
-
-/// Median, extremes and the TFLOPS the median implies.
-pub fn summarize(times_ms: &[f64], shape: Shape) -> Timing {
-    let mut sorted = times_ms.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median_ms = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
-    };
-    Timing {
-        median_ms,
-        min_ms: sorted[0],
-        max_ms: sorted[n - 1],
-        runs: n as u32,
-        tflops: shape.flops() / (median_ms * 1e-3) / 1e12,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        let shape = Shape::square(1024);
-        assert_eq!(summarize(&[3.0, 1.0, 2.0], shape).median_ms, 2.0);
-        assert_eq!(summarize(&[4.0, 1.0, 3.0, 2.0], shape).median_ms, 2.5);
-        let t = summarize(&[5.0, 1.0, 9.0], shape);
-        assert_eq!((t.min_ms, t.max_ms, t.runs), (1.0, 9.0, 3));
-    }
-
-    #[test]
-    fn tflops_from_the_median() {
-        // 2·4096³ flops in 1 ms is 137.4 TFLOPS.
-        let t = summarize(&[1.0], Shape::square(4096));
-        assert!((t.tflops - 137.438_953_472).abs() < 1e-6);
-    }
+    Timing::from_samples(&times, &shape)
+        .ok_or_else(|| Error::Other(format!("{what}: the events gave no usable times ({times:?})")))
 }
