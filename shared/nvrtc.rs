@@ -290,3 +290,35 @@ mod tests {
         assert_eq!(report.stack_bytes, 16);
     }
 }
+
+#[cfg(test)]
+mod header_tests {
+    use super::HEADERS;
+
+    #[test]
+    fn every_header_in_shared_cuda_is_embedded_as_it_is_on_disk() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/shared/cuda");
+        let mut on_disk = 0;
+        for entry in std::fs::read_dir(dir).expect("shared/cuda exists") {
+            let path = entry.expect("readable entry").path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("UTF-8 name")
+                .to_string();
+            let text = std::fs::read_to_string(&path).expect("readable header");
+            let embedded = HEADERS.iter().find(|(n, _)| *n == name);
+            assert!(
+                embedded.is_some(),
+                "{name} is not in nvrtc::HEADERS: kernels including it would not compile"
+            );
+            assert_eq!(embedded.map(|(_, t)| *t), Some(text.as_str()), "{name}");
+            on_disk += 1;
+        }
+        assert_eq!(
+            on_disk,
+            HEADERS.len(),
+            "HEADERS lists a file that is not in shared/cuda"
+        );
+    }
+}
