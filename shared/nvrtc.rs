@@ -20,6 +20,8 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("wgmma.cuh", include_str!("cuda/wgmma.cuh")),
     ("stmatrix.cuh", include_str!("cuda/stmatrix.cuh")),
     ("tcgen05.cuh", include_str!("cuda/tcgen05.cuh")),
+    ("cluster.cuh", include_str!("cuda/cluster.cuh")),
+    ("warpgroup.cuh", include_str!("cuda/warpgroup.cuh")),
 ];
 
 /// What to ask NVRTC for.

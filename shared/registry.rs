@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::problem::Shape;
 use crate::tma::TensorMap;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use std::ffi::c_void;
 
 /// Which GPUs a kernel file is written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +146,39 @@ pub fn tile_config(shape: Shape, bm: u32, bn: u32, threads: u32, dynamic_smem: u
     }
 }
 
+/// A launch: the grid, block and shared memory, and the thread-block cluster the blocks are grouped
+/// in (`(1, 1, 1)`: no cluster, a plain launch).
+#[derive(Debug, Clone, Copy)]
+pub struct Launch {
+    pub config: LaunchConfig,
+    /// Blocks per cluster along (x, y, z); the grid must be a whole number of clusters.
+    pub cluster: (u32, u32, u32),
+}
+
+impl Launch {
+    /// A launch without clusters.
+    pub fn plain(config: LaunchConfig) -> Launch {
+        Launch {
+            config,
+            cluster: (1, 1, 1),
+        }
+    }
+
+    /// `config`'s blocks grouped in clusters of `cluster`: each grid dimension is rounded up to a whole
+    /// number of clusters (the blocks added there lie past the edge of C; their kernel must expect
+    /// tiles outside C, which the TMA clips).
+    pub fn clustered(mut config: LaunchConfig, cluster: (u32, u32, u32)) -> Launch {
+        config.grid_dim.0 = config.grid_dim.0.next_multiple_of(cluster.0);
+        config.grid_dim.1 = config.grid_dim.1.next_multiple_of(cluster.1);
+        config.grid_dim.2 = config.grid_dim.2.next_multiple_of(cluster.2);
+        Launch { config, cluster }
+    }
+
+    fn cluster_size(&self) -> u32 {
+        self.cluster.0 * self.cluster.1 * self.cluster.2
+    }
+}
+
 /// Enqueues a kernel of the tensor-core steps' signature:
 /// `gemm(TensorMap maps..., bf16* C, int M, int N, int K, int flags...)`, maps passed by value
 /// (`const __grid_constant__`).
@@ -156,20 +190,93 @@ pub fn launch_with_maps(
     flags: &[i32],
     config: LaunchConfig,
 ) -> Result<()> {
+    launch_with_maps_in(function, stream, maps, ops, flags, Launch::plain(config))
+}
+
+/// [`launch_with_maps`] with a [`Launch`] that may group blocks into clusters. Clusters need
+/// `cuLaunchKernelEx` and its cluster-dimension attribute; a plain launch goes through cudarc.
+pub fn launch_with_maps_in(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    maps: &[TensorMap],
+    ops: &GemmOperands,
+    flags: &[i32],
+    launch: Launch,
+) -> Result<()> {
     let (m, n, k) = (ops.shape.m as i32, ops.shape.n as i32, ops.shape.k as i32);
-    let mut args = stream.launch_builder(function);
-    for map in maps {
-        args.arg(map);
+    if launch.cluster_size() == 1 {
+        let mut args = stream.launch_builder(function);
+        for map in maps {
+            args.arg(map);
+        }
+        args.arg(&ops.c).arg(&m).arg(&n).arg(&k);
+        for flag in flags {
+            args.arg(flag);
+        }
+        // SAFETY: the caller's kernel takes exactly these parameters in this order; the maps and the
+        // pointer describe buffers of the sizes `ops.shape` implies.
+        return unsafe { args.launch(launch.config) }
+            .map(|_| ())
+            .map_err(Error::cuda("launching a kernel"));
     }
-    args.arg(&ops.c).arg(&m).arg(&n).arg(&k);
+    // The driver reads each parameter through a pointer to its value, in signature order.
+    let c = ops.c;
+    let mut params: Vec<*mut c_void> = maps.iter().map(|map| map as *const TensorMap as *mut c_void).collect();
+    for value in [&m, &n, &k] {
+        params.push(value as *const i32 as *mut c_void);
+    }
+    params.insert(maps.len(), &c as *const u64 as *mut c_void);
     for flag in flags {
-        args.arg(flag);
+        params.push(flag as *const i32 as *mut c_void);
     }
-    // SAFETY: the caller's kernel takes exactly these parameters in this order; the maps and the
-    // pointer describe buffers of the sizes `ops.shape` implies.
-    unsafe { args.launch(config) }
-        .map(|_| ())
-        .map_err(Error::cuda("launching a kernel"))
+    // SAFETY: as above; `params` and the values it points to outlive the call, which copies them.
+    unsafe { launch_ex(function, stream, &launch, &mut params) }
+}
+
+/// `cuLaunchKernelEx` with the cluster-dimension attribute. A device or kernel that cannot run a
+/// cluster of this size answers with an error, turned into one line that says so.
+///
+/// # Safety
+/// `params` must match the kernel's parameter list.
+unsafe fn launch_ex(function: &CudaFunction, stream: &CudaStream, launch: &Launch, params: &mut [*mut c_void]) -> Result<()> {
+    use cudarc::driver::sys;
+    let (x, y, z) = launch.cluster;
+    let mut attribute = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue {
+            clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
+        },
+    };
+    let c = &launch.config;
+    let config = sys::CUlaunchConfig {
+        gridDimX: c.grid_dim.0,
+        gridDimY: c.grid_dim.1,
+        gridDimZ: c.grid_dim.2,
+        blockDimX: c.block_dim.0,
+        blockDimY: c.block_dim.1,
+        blockDimZ: c.block_dim.2,
+        sharedMemBytes: c.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attribute,
+        numAttrs: 1,
+    };
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(Error::cuda("binding the context"))?;
+    // SAFETY: the caller guarantees `params`; the config and attribute live until the call returns.
+    let status = unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) };
+    match status {
+        sys::CUresult::CUDA_SUCCESS => Ok(()),
+        sys::CUresult::CUDA_ERROR_INVALID_CLUSTER_SIZE | sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
+            Err(Error::Other(format!(
+                "this GPU cannot launch clusters of {x}×{y}×{z} blocks of {} threads with {} bytes of shared memory ({status:?})",
+                c.block_dim.0, c.shared_mem_bytes
+            )))
+        }
+        other => Err(Error::cuda("launching a kernel in clusters")(cudarc::driver::DriverError(other))),
+    }
 }
 
 /// Enqueues a kernel of the CUDA-core steps' signature, `gemm(A, B, C, M, N, K)`, with `config`.

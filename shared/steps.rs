@@ -16,6 +16,12 @@ pub mod step04_tma_mma;
 pub mod step05_swizzle128;
 #[path = "../steps/step06_tma_store/step.rs"]
 pub mod step06_tma_store;
+#[path = "../steps/step07_multicast/step.rs"]
+pub mod step07_multicast;
+#[path = "../steps/step08_pipeline/step.rs"]
+pub mod step08_pipeline;
+#[path = "../steps/step09_epilogue_double_buffer/step.rs"]
+pub mod step09_epilogue_double_buffer;
 
 /// The ladder, bottom rung first.
 pub static ALL: &[&Step] = &[
@@ -25,6 +31,9 @@ pub static ALL: &[&Step] = &[
     &step04_tma_mma::STEP,
     &step05_swizzle128::STEP,
     &step06_tma_store::STEP,
+    &step07_multicast::STEP,
+    &step08_pipeline::STEP,
+    &step09_epilogue_double_buffer::STEP,
 ];
 
 /// Step `id`, or a clear refusal.

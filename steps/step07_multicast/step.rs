@@ -1,0 +1,172 @@
+//! Step 07 · multicast: what this step launches and how.
+//!
+//! Hopper (`sm90.cu`): step 06's tile and epilogue; blocks are launched in clusters of `CLUSTER_M`
+//! along M, which share each B tile: every block loads its A tile and a `BN / CLUSTER_M`-row slice of
+//! B, multicast into every block of the cluster. A ring of `STAGES` tiles with full/empty barriers
+//! lets the next loads fly while the tensor cores work.
+//!
+//! Blackwell (`sm100.cu`, assembled, not run here): see the `blackwell` module below.
+
+use crate::encoding::{sm90, SmemSwizzle};
+use crate::error::Result;
+use crate::registry::{launch_with_maps, launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::tma::{self, TmaSwizzle};
+use cudarc::driver::{CudaFunction, CudaStream};
+
+/// The Hopper kernel's tile and launch: step 06's tile, in clusters, with a ring of two stages.
+mod hopper {
+    use super::*;
+
+    /// Rows of `C` per block: two wgmma tiles of 64 rows, computed by one warpgroup.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: one `wgmma … m64n128k16` covers them.
+    pub const BN: u32 = 128;
+    /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// One warpgroup.
+    pub const THREADS: u32 = 128;
+    /// Blocks per SM the register budget is planned for (`__launch_bounds__`).
+    pub const BLOCKS_PER_SM: u32 = 3;
+    // ANCHOR: cluster
+    /// Blocks per cluster, stacked along M (grid y): they share every B tile. Two is the size public
+    /// Hopper kernels found fastest; larger clusters are harder to place on the GPU's SMs.
+    pub const CLUSTER_M: u32 = 2;
+    /// The cluster's shape in grid dimensions (x along N, y along M).
+    pub const CLUSTER: (u32, u32, u32) = (1, CLUSTER_M, 1);
+    /// Tiles of A and B in the ring: the loads of tile t + 1 fly while the MMAs of tile t run.
+    pub const STAGES: u32 = 2;
+    // ANCHOR_END: cluster
+    /// A store box of `C`: 64 columns, one 128-byte swizzled row.
+    pub const C_BOX_COLS: u32 = 64;
+    /// STAGES × (A tile, B tile), then a full and an empty barrier per stage; plus 1 KiB so the kernel can
+    /// align the tiles to 1024 bytes. The staging tile of `C` (32 KiB) reuses the first stage.
+    pub const SMEM_BYTES: u32 = 1024 + STAGES * (BM + BN) * BK * 2 + 2 * STAGES * 8;
+    /// wgmma descriptor templates: 128-byte swizzle, K-major; LBO is unused for swizzled K-major
+    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step07_multicast/sm90.cu",
+        source: include_str!("sm90.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("STAGES", STAGES as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
+            ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        // ANCHOR: b_map
+        // Each block of a cluster loads one slice of the B tile for everyone: the box is a slice.
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
+        // ANCHOR_END: b_map
+        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BM, C_BOX_COLS)?;
+        // The grid is rounded up to whole clusters: a block past the last row of C still loads its
+        // slice of B for its peer, and stores nothing.
+        let launch = Launch::clustered(tile_config(s, BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        launch_with_maps_in(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            launch,
+        )
+    }
+}
+
+const HOPPER: KernelFile = hopper::KERNEL;
+
+/// The Blackwell kernel's tile and launch (step 05's, plus the tensor map of `C`). Assembled for sm_100a
+/// by the tests; not run by this project.
+mod blackwell {
+    use super::*;
+    use crate::encoding::sm100::{self, AccumType, InputType};
+    use crate::encoding::{Major, LBO_IGNORED};
+
+    /// Rows of `C` per block: the M of one `tcgen05.mma`, so row i of the tile is TMEM lane i.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: the N of the MMA, and the TMEM columns allocated (a power of two).
+    pub const BN: u32 = 128;
+    /// Depth of the K slice one TMA copy brings: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// Four warps: together they reach all 128 TMEM lanes in the epilogue.
+    pub const THREADS: u32 = 128;
+    /// A store box of `C`: one warp's 32 rows (its TMEM lanes) × 64 columns (one 128-byte swizzled row).
+    pub const BOX_ROWS: u32 = 32;
+    pub const BOX_COLS: u32 = 64;
+    /// A and B tiles, then the staging tile of `C` (BM × BN bf16, its own space: the tiles are not
+    /// reused), plus 1 KiB so the kernel can align all of them to 1024 bytes (its barriers are static).
+    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + BM * BN * 2;
+    /// tcgen05 descriptor templates: 128-byte swizzle, K-major; LBO is ignored for swizzled K-major
+    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
+    /// `kind::f16` instruction descriptor: bf16 × bf16 → fp32, A and B K-major, M = BM, N = BN.
+    pub const IDESC: u32 = sm100::instr_descriptor_f16(
+        AccumType::F32,
+        InputType::BF16,
+        InputType::BF16,
+        Major::K,
+        Major::K,
+        BM,
+        BN,
+    );
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step07_multicast/sm100.cu",
+        source: include_str!("sm100.cu"),
+        targets: Targets::Blackwell,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("THREADS", THREADS as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+            ("IDESC", IDESC as u64),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
+        // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16 bytes.
+        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BOX_ROWS, BOX_COLS)?;
+        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
+        launch_with_maps(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            config,
+        )
+    }
+}
+
+const BLACKWELL: KernelFile = blackwell::KERNEL;
+
+pub const STEP: Step = Step {
+    id: 7,
+    name: "multicast",
+    title: "Multicast: clusters of two blocks share each B tile, loaded once and written into both by the TMA",
+    predecessor: Some(6),
+    kernels: &[HOPPER, BLACKWELL],
+};

@@ -1,0 +1,172 @@
+//! Step 08 · pipeline: what this step launches and how.
+//!
+//! Hopper (`sm90.cu`): warp specialisation. 384 threads: a producer warpgroup (one thread issues the
+//! TMA copies around a ring of `STAGES` tiles) and two consumer warpgroups, each computing 64 rows of a
+//! 128×256 tile of `C` with `wgmma … m64n256k16`. Full/empty mbarriers with parity waits, `setmaxnreg`
+//! to move registers from the producer to the consumers, one wgmma group kept in flight; clusters of
+//! two along M with B multicast, as in step 07.
+//!
+//! Blackwell (`sm100.cu`, assembled, not run here): see the `blackwell` module below.
+
+use crate::encoding::{sm90, SmemSwizzle};
+use crate::error::Result;
+use crate::registry::{launch_with_maps, launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::tma::{self, TmaSwizzle};
+use cudarc::driver::{CudaFunction, CudaStream};
+
+/// The Hopper kernel's tile, roles and launch.
+mod hopper {
+    use super::*;
+
+    /// Rows of `C` per block: two consumer warpgroups of 64 rows.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: one `wgmma … m64n256k16` covers them.
+    pub const BN: u32 = 256;
+    /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// A producer warpgroup and two consumer warpgroups.
+    pub const THREADS: u32 = 3 * 128;
+    // ANCHOR: ring
+    /// Tiles of A and B in the ring (48 KiB each).
+    pub const STAGES: u32 = 3;
+    /// Registers a thread after `setmaxnreg`: the producer gives back, the consumers take
+    /// (128 · 40 + 256 · 232 = 64,512 of 65,536).
+    pub const PRODUCER_REGISTERS: u32 = 40;
+    pub const CONSUMER_REGISTERS: u32 = 232;
+    // ANCHOR_END: ring
+    /// Blocks per cluster along M, sharing every B tile (step 07's).
+    pub const CLUSTER_M: u32 = 2;
+    pub const CLUSTER: (u32, u32, u32) = (1, CLUSTER_M, 1);
+    /// A store box of `C`: one consumer's 64 rows × 64 columns, one 128-byte swizzled row.
+    pub const C_BOX_ROWS: u32 = 64;
+    pub const C_BOX_COLS: u32 = 64;
+    // ANCHOR: smem
+    /// STAGES × (A tile 16 KiB + B tile 32 KiB), the staging tile of `C` (128 × 256 bf16 = 64 KiB), two
+    /// barriers per stage, and 1 KiB to align the tiles: 3 · 48 + 64 + 1 = 209 KiB of the 227 a block
+    /// may have.
+    pub const SMEM_BYTES: u32 = 1024 + STAGES * (BM + BN) * BK * 2 + BM * BN * 2 + 2 * STAGES * 8;
+    // ANCHOR_END: smem
+    /// wgmma descriptor templates: 128-byte swizzle, K-major; SBO = 8 rows × 128 bytes.
+    pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step08_pipeline/sm90.cu",
+        source: include_str!("sm90.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("STAGES", STAGES as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
+            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
+            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
+        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
+        let launch = Launch::clustered(tile_config(s, BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        launch_with_maps_in(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            launch,
+        )
+    }
+}
+
+const HOPPER: KernelFile = hopper::KERNEL;
+
+/// The Blackwell kernel's tile and launch (step 05's, plus the tensor map of `C`). Assembled for sm_100a
+/// by the tests; not run by this project.
+mod blackwell {
+    use super::*;
+    use crate::encoding::sm100::{self, AccumType, InputType};
+    use crate::encoding::{Major, LBO_IGNORED};
+
+    /// Rows of `C` per block: the M of one `tcgen05.mma`, so row i of the tile is TMEM lane i.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: the N of the MMA, and the TMEM columns allocated (a power of two).
+    pub const BN: u32 = 128;
+    /// Depth of the K slice one TMA copy brings: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// Four warps: together they reach all 128 TMEM lanes in the epilogue.
+    pub const THREADS: u32 = 128;
+    /// A store box of `C`: one warp's 32 rows (its TMEM lanes) × 64 columns (one 128-byte swizzled row).
+    pub const BOX_ROWS: u32 = 32;
+    pub const BOX_COLS: u32 = 64;
+    /// A and B tiles, then the staging tile of `C` (BM × BN bf16, its own space: the tiles are not
+    /// reused), plus 1 KiB so the kernel can align all of them to 1024 bytes (its barriers are static).
+    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + BM * BN * 2;
+    /// tcgen05 descriptor templates: 128-byte swizzle, K-major; LBO is ignored for swizzled K-major
+    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
+    /// `kind::f16` instruction descriptor: bf16 × bf16 → fp32, A and B K-major, M = BM, N = BN.
+    pub const IDESC: u32 = sm100::instr_descriptor_f16(
+        AccumType::F32,
+        InputType::BF16,
+        InputType::BF16,
+        Major::K,
+        Major::K,
+        BM,
+        BN,
+    );
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step08_pipeline/sm100.cu",
+        source: include_str!("sm100.cu"),
+        targets: Targets::Blackwell,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("THREADS", THREADS as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+            ("IDESC", IDESC as u64),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
+        // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16 bytes.
+        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BOX_ROWS, BOX_COLS)?;
+        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
+        launch_with_maps(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            config,
+        )
+    }
+}
+
+const BLACKWELL: KernelFile = blackwell::KERNEL;
+
+pub const STEP: Step = Step {
+    id: 8,
+    name: "pipeline",
+    title: "Warp specialisation: a producer warpgroup feeds a ring of stages, two consumer warpgroups compute 128×256",
+    predecessor: Some(7),
+    kernels: &[HOPPER, BLACKWELL],
+};
