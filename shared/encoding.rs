@@ -425,6 +425,8 @@ pub mod sm100 {
     pub const SMEM_PER_SM: u32 = 228 * 1024;
     /// Shared memory the CUDA runtime reserves for every resident block, on top of its request.
     pub const SMEM_RESERVED_PER_BLOCK: u32 = 1024;
+    /// The most shared memory one block may have (static and dynamic together): 227 KiB.
+    pub const SMEM_PER_BLOCK_MAX: u32 = 227 * 1024;
 
     /// The dynamic shared memory a kernel should ask for, at least `needed`, so that no more blocks
     /// can be resident on one SM than Tensor Memory holds when each allocates `tmem_columns`:
