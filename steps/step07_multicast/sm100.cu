@@ -111,13 +111,13 @@ __device__ __forceinline__ void store_row_piece(bf16* C, int M, int N, int row, 
 
 // ANCHOR: kernel
 // The grid has one block per BM×BN tile of C: blockIdx.x along N, blockIdx.y along M, in clusters of
-// CLUSTER_M = 2 blocks along M (the host rounds the grid's y up to even; a block past the bottom of C
-// loads zeros and stores nothing). The tensor maps (shared/tma.rs) cover A (M×K, boxes of BM rows)
+// CLUSTER_M = 2 blocks along M (the host asks for the cluster shape at launch, step.rs `CLUSTER`, and
+// rounds the grid's y up to even; a block past the bottom of C loads zeros and stores nothing). The tensor maps (shared/tma.rs) cover A (M×K, boxes of BM rows)
 // and B (N×K, boxes of BN/2 rows); boxes that hang over an edge arrive zero-filled, so a ragged tile
 // or a K that is not a multiple of BK only adds zeros to the accumulators.
 // `c_map` (32 rows × 64 columns boxes of C, 128-byte swizzle) is used only when tma_store != 0; the
 // host sets tma_store = (N % 8 == 0) and otherwise passes a map that is never read.
-extern "C" __global__ __cluster_dims__(1, CLUSTER_M, 1) __launch_bounds__(THREADS, 1) void gemm(const __grid_constant__ TensorMap a_map,
+extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_constant__ TensorMap a_map,
                                                               const __grid_constant__ TensorMap b_map,
                                                               const __grid_constant__ TensorMap c_map,
                                                               bf16* __restrict__ C, int M, int N, int K,
@@ -299,6 +299,7 @@ extern "C" __global__ __cluster_dims__(1, CLUSTER_M, 1) __launch_bounds__(THREAD
     // the fences order them before the barrier and the dealloc after it. The barrier is the cluster's:
     // the pair frees its columns together, once neither block reads them any more, and no block exits
     // while its peer may still need it. Warp 0 of each block allocated, so warp 0 frees.
+    __syncwarp();  // barrier.cluster is .aligned: each warp arrives converged (lane 0 stored alone)
     tcgen05_fence_before_thread_sync();
     cluster_sync();
     if (warp == 0) {
