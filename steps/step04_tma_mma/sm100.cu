@@ -102,6 +102,13 @@ __device__ __forceinline__ void store_row_piece(bf16* C, int M, int N, int row, 
 // The grid has one block per BM×BN tile of C: blockIdx.x along N, blockIdx.y along M. The tensor maps
 // (shared/tma.rs) cover A (M×K) and B (N×K); boxes that hang over an edge arrive zero-filled, so a
 // ragged tile or a K that is not a multiple of BK only adds zeros to the accumulators.
+//
+// Occupancy and TMEM. Each block allocates BN = 128 of the SM's 512 TMEM columns, so at most 4 blocks
+// of this kernel can hold their accumulators on one SM at once. The tiles alone (33 KiB of shared
+// memory, 44 registers a thread) would let 6 blocks in, and the 5th and 6th would wait in
+// tcgen05.alloc. So the host asks for more dynamic shared memory than the tiles use, 45,671 bytes
+// (step.rs, `sm100::smem_capping_tmem`): 5 blocks would need 5 × (45,671 + 1,024 reserved) bytes,
+// more than the SM's 228 KiB, so at most 4 are resident: 4 × 128 = 512 columns.
 extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_constant__ TensorMap a_map,
                                                               const __grid_constant__ TensorMap b_map,
                                                               bf16* __restrict__ C, int M, int N, int K) {

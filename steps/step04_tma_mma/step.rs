@@ -80,8 +80,12 @@ mod blackwell {
     pub const BK: u32 = 64;
     /// Four warps: together they reach all 128 TMEM lanes in the epilogue.
     pub const THREADS: u32 = 128;
-    /// A and B tiles, plus 1 KiB so the kernel can align them to 1024 bytes (its barriers are static).
-    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2;
+    /// A and B tiles, plus 1 KiB so the kernel can align them to 1024 bytes (its barriers are static):
+    /// 33 KiB. Asked for as 45,671 bytes instead (`sm100::smem_capping_tmem`): with 33 KiB six blocks fit
+    /// on an SM, but TMEM holds only 512 / BN = 4 allocations of BN columns, so two blocks would sit
+    /// in `tcgen05.alloc` holding their shared memory. With 45,671 bytes, 5 × (45,671 + 1,024) > 228 KiB:
+    /// at most 4 blocks are resident, and every allocation succeeds at once.
+    pub const SMEM_BYTES: u32 = sm100::smem_capping_tmem(1024 + (BM + BN) * BK * 2, BN);
     // ANCHOR: blackwell_descriptors
     /// tcgen05 descriptor templates, K-major without swizzle (the same LBO and SBO as wgmma's). LBO: the
     /// core matrix next along K is in the next 16-byte column, `rows` × 16 bytes away. SBO: the next 8
