@@ -19,7 +19,7 @@
 
 use crate::error::{Error, Result};
 use crate::figure;
-use crate::results::{self, significant, ResultsFile, StepRecord};
+use crate::results::{self, significant, ResultsFile, StepRecord, TimingMethod};
 use mdbook_driver::book::BookItem;
 use mdbook_driver::MDBook;
 use std::fmt::Write as _;
@@ -369,12 +369,19 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     out.push('\n');
     out.push_str(
         "× cuBLAS is this kernel's TFLOPS over cuBLAS's, timed in the same process on the same inputs \
-         (1 = as fast). A relative error is ‖C − C_ref‖_F / ‖C_ref‖_F, against the reference in brackets.\n\n",
+         (1 = as fast); from the alternating records on, in one loop that launched the kernel and cuBLAS \
+         in turn, so that both ran at the same clocks. A relative error is ‖C − C_ref‖_F / ‖C_ref‖_F, \
+         against the reference in brackets.\n\n",
     );
     for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
         let _ = writeln!(out, "{}\n", device_text(file, step));
     }
     if let Some(s) = step {
+        let _ = writeln!(out, "Timing of every recorded run of step {s:02}:\n");
+        for (file, r) in &rows {
+            let _ = writeln!(out, "- {}, {}: {}", file.device.name, shape_text(r), timing_text(r));
+        }
+        out.push('\n');
         let _ = writeln!(out, "Verification of every recorded run of step {s:02}:\n");
         for (file, r) in &rows {
             for c in &r.checks {
@@ -482,6 +489,67 @@ fn bytes_text(bytes: u64) -> String {
     }
 }
 
+/// How one record was timed, and the clocks it ran at, in a sentence (the tables have no room for a
+/// clock column: mdBook's text column is 750 px wide, which they already overflow).
+fn timing_text(r: &StepRecord) -> String {
+    let references = if r.cublas_sgemm.is_some() {
+        "cuBLAS bf16 and cuBLAS SGEMM"
+    } else {
+        "cuBLAS bf16"
+    };
+    let mut text = match r.timing_method {
+        TimingMethod::Alternating => format!(
+            "timed in one loop with {references}, launched in turn, {} launches each{}",
+            r.time.runs,
+            r.warmup_ms
+                .map(|ms| format!(" after {} s of untimed warm-up", significant(ms / 1e3, 2)))
+                .unwrap_or_default()
+        ),
+        TimingMethod::Sequential => format!(
+            "timed by itself over {} launches, {references} separately (before alternation)",
+            r.time.runs
+        ),
+    };
+    let _ = write!(
+        text,
+        "; cuBLAS bf16 reached {} TFLOPS",
+        significant(r.cublas_bf16.tflops, 3)
+    );
+    match &r.clocks {
+        Some(c) => {
+            let _ = write!(text, "; SM clock {} over {} readings", c.sm_text(), c.samples);
+            let power = c.power_text();
+            if !power.is_empty() {
+                let _ = write!(text, ", {power}");
+            }
+            text.push('.');
+        }
+        None => text.push_str("; no SM clock recorded."),
+    }
+    text
+}
+
+/// The SM clocks the shown records ran at, as a clause of the device paragraph.
+fn clocks_seen(shown: &[&StepRecord]) -> String {
+    let clocks: Vec<_> = shown.iter().filter_map(|r| r.clocks.as_ref()).collect();
+    let (Some(low), Some(high)) = (
+        clocks.iter().map(|c| c.sm_mhz_min).min(),
+        clocks.iter().map(|c| c.sm_mhz_max).max(),
+    ) else {
+        return String::new();
+    };
+    let (median_low, median_high) = (
+        clocks.iter().map(|c| c.sm_mhz_median).min().unwrap_or(low),
+        clocks.iter().map(|c| c.sm_mhz_median).max().unwrap_or(high),
+    );
+    let medians = if median_low == median_high {
+        format!("median {median_low} MHz")
+    } else {
+        format!("medians {median_low}–{median_high} MHz")
+    };
+    format!("; SM clock while timing {low}–{high} MHz ({medians}, NVML)")
+}
+
 /// One paragraph on the GPU and software a file was measured with, for the rows shown.
 fn device_text(file: &ResultsFile, step: Option<u8>) -> String {
     let d = &file.device;
@@ -507,8 +575,9 @@ fn device_text(file: &ResultsFile, step: Option<u8>) -> String {
         (Some(a), _) => format!("on {a}"),
         _ => String::new(),
     };
+    let seen = clocks_seen(&shown);
     format!(
-        "**{}**: compute capability {}, {} SMs, {} of L2, {} of memory{clocks}; CUDA driver {}, NVRTC {}; measured {when} at revision {}.",
+        "**{}**: compute capability {}, {} SMs, {} of L2, {} of memory{clocks}{seen}; CUDA driver {}, NVRTC {}; measured {when} at revision {}.",
         d.name,
         d.compute_capability,
         d.sms,

@@ -39,7 +39,8 @@ pub struct CommonArgs {
     /// Verify only: no timing, nothing recorded.
     #[arg(long)]
     pub check: bool,
-    /// Timed launches per measurement (default: about one second's worth, at least 5).
+    /// Timed rounds, each launching the step and cuBLAS once, in turn (default: about a second's
+    /// worth, 5 to 200). An untimed warm-up of about 0.75 s comes first either way.
     #[arg(long)]
     pub iters: Option<u32>,
     /// Do not write the results file or the figure.
@@ -59,8 +60,22 @@ pub struct StepArgs {
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
     /// Architecture for --emit: sm80, sm90, sm90a, sm100a ... (default: this GPU's, or sm_90 without one).
+    /// Only with --emit: a run always compiles for the GPU it runs on.
     #[arg(long)]
     pub arch: Option<String>,
+}
+
+impl StepArgs {
+    /// Refuses what parses but means nothing: `--arch` without `--emit` (a run compiles for the GPU it
+    /// runs on, so `--arch sm100a` on a Hopper machine would silently run the Hopper kernel).
+    pub fn check(&self) -> Result<()> {
+        if let (Some(arch), None) = (&self.arch, self.emit) {
+            return Err(Error::Usage(format!(
+                "--arch {arch} needs --emit ptx|sass: --arch picks the architecture whose PTX or SASS is printed; a run always compiles for the GPU it runs on"
+            )));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Parser)]
@@ -183,6 +198,7 @@ fn open_for_running() -> Result<Gpu> {
 /// `stepNN`: compile → verify against the predecessor and cuBLAS → time → table → record → figure.
 pub fn step_main(id: u8) -> Result<()> {
     let args = StepArgs::parse();
+    args.check()?;
     let step = steps::get(id)?;
     if let Some(what) = args.emit {
         return emit(step, what, args.arch.as_deref());
@@ -305,5 +321,28 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
             "{} failed verification (see above)",
             failures.join(", ")
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step_args(args: &[&str]) -> StepArgs {
+        StepArgs::try_parse_from(std::iter::once("step08").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn arch_without_emit_is_refused_as_a_usage_error() {
+        let err = step_args(&["--arch", "sm100a"]).check().unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let line = err.to_string();
+        assert!(
+            !line.contains('\n') && line.contains("--arch sm100a needs --emit") && line.contains("GPU it runs on"),
+            "{line}"
+        );
+        assert!(step_args(&["--arch", "sm100a", "--emit", "ptx"]).check().is_ok());
+        assert!(step_args(&["--emit", "sass"]).check().is_ok());
+        assert!(step_args(&["--size", "8192", "--iters", "50"]).check().is_ok());
     }
 }

@@ -420,6 +420,35 @@ pub mod sm100 {
         ))
     }
 
+    /// Shared memory of one sm_100 SM that resident blocks can share: 228 KiB (CUDA C++ Programming
+    /// Guide, "Technical Specifications per Compute Capability", compute capability 10.0).
+    pub const SMEM_PER_SM: u32 = 228 * 1024;
+    /// Shared memory the CUDA runtime reserves for every resident block, on top of its request.
+    pub const SMEM_RESERVED_PER_BLOCK: u32 = 1024;
+    /// The most shared memory one block may have (static and dynamic together): 227 KiB.
+    pub const SMEM_PER_BLOCK_MAX: u32 = 227 * 1024;
+
+    /// The dynamic shared memory a kernel should ask for, at least `needed`, so that no more blocks
+    /// can be resident on one SM than Tensor Memory holds when each allocates `tmem_columns`:
+    /// `512 / tmem_columns` blocks. Without the cap, a small kernel (steps 04, 05: 33 KiB, 128
+    /// columns) fits 6 blocks on an SM, and the 5th and 6th wait inside `tcgen05.alloc` holding their
+    /// shared memory. The request is the smallest `r` with `(max + 1) · (r + 1 KiB) > 228 KiB`; static
+    /// shared memory only adds to it. Occupancy can still be lower (registers, a smaller carveout):
+    /// this is a ceiling. Panics unless `tmem_columns` is a power of two in 32..=512.
+    pub const fn smem_capping_tmem(needed: u32, tmem_columns: u32) -> u32 {
+        assert!(
+            tmem_columns >= 32 && tmem_columns <= super::TMEM_COLUMNS && tmem_columns.is_power_of_two(),
+            "TMEM is allocated in a power of two of columns, 32 to 512"
+        );
+        let max_resident = super::TMEM_COLUMNS / tmem_columns;
+        let cap = SMEM_PER_SM / (max_resident + 1) - SMEM_RESERVED_PER_BLOCK + 1;
+        if needed > cap {
+            needed
+        } else {
+            cap
+        }
+    }
+
     /// Accumulator (matrix D) type of `kind::f16`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum AccumType {
@@ -472,6 +501,53 @@ pub mod sm100 {
         }
     }
 
+    /// How many CTAs one `tcgen05.mma` spans: `.cta_group::1` (one SM) or `.cta_group::2` (the two
+    /// SMs of a CTA pair, each holding half of A, half of B and half of D).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum CtaGroup {
+        One,
+        Two,
+    }
+
+    /// The shapes PTX ISA Table 39 lists for `kind::f16`, dense, no `.ws`:
+    /// * `cta_group::1`: M ∈ {64, 128}, N = 8, 16, 24, … 256 (steps of 8);
+    /// * `cta_group::2`: M ∈ {128, 256}, N = 16, 32, … 256 (steps of 16). M and N are those of the
+    ///   whole MMA: with M = 256 each CTA holds 128 rows of A and D and N/2 rows of B.
+    ///
+    /// CUTLASS agrees for cta_group::2 (`SM100_MMA_F16BF16_2x1SM_SS`: M ∈ {128, 256}, N % 16 == 0,
+    /// 16 ≤ N ≤ 256). For cta_group::1 CUTLASS 3.8–4.1 required N % 16 == 0 when M = 128; since 4.2
+    /// (`SM100_MMA_F16BF16_SS`: N % 8 == 0, 8 ≤ N ≤ 256 for both M) it agrees with the PTX ISA, which
+    /// is what this check follows.
+    pub const fn check_shape_f16(group: CtaGroup, m: u32, n: u32) -> Result<(), EncodingError> {
+        match group {
+            CtaGroup::One => {
+                if m != 64 && m != 128 {
+                    return Err(EncodingError::new(
+                        "tcgen05.mma kind::f16 cta_group::1: M must be 64 or 128",
+                    ));
+                }
+                if n < 8 || n > 256 || n & 7 != 0 {
+                    return Err(EncodingError::new(
+                        "tcgen05.mma kind::f16 cta_group::1: N must be a multiple of 8 in 8..=256",
+                    ));
+                }
+            }
+            CtaGroup::Two => {
+                if m != 128 && m != 256 {
+                    return Err(EncodingError::new(
+                        "tcgen05.mma kind::f16 cta_group::2: M (of the pair) must be 128 or 256",
+                    ));
+                }
+                if n < 16 || n > 256 || n & 15 != 0 {
+                    return Err(EncodingError::new(
+                        "tcgen05.mma kind::f16 cta_group::2: N must be a multiple of 16 in 16..=256",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checked form of [`instr_descriptor_f16`].
     pub const fn try_instr_descriptor_f16(
         d: AccumType,
@@ -482,16 +558,39 @@ pub mod sm100 {
         m: u32,
         n: u32,
     ) -> Result<u32, EncodingError> {
-        // PTX ISA Table 39, kind::f16, dense, cta_group::1, no .ws.
-        if m != 64 && m != 128 {
-            return Err(EncodingError::new(
-                "tcgen05.mma kind::f16 cta_group::1: M must be 64 or 128",
-            ));
-        }
-        if n < 8 || n > 256 || n & 7 != 0 {
-            return Err(EncodingError::new(
-                "tcgen05.mma kind::f16 cta_group::1: N must be a multiple of 8 in 8..=256",
-            ));
+        try_instr_descriptor_f16_for(CtaGroup::One, d, a, b, a_major, b_major, m, n)
+    }
+
+    /// Checked form of [`instr_descriptor_f16_2sm`].
+    pub const fn try_instr_descriptor_f16_2sm(
+        d: AccumType,
+        a: InputType,
+        b: InputType,
+        a_major: Major,
+        b_major: Major,
+        m: u32,
+        n: u32,
+    ) -> Result<u32, EncodingError> {
+        try_instr_descriptor_f16_for(CtaGroup::Two, d, a, b, a_major, b_major, m, n)
+    }
+
+    /// The instruction descriptor of a `kind::f16` MMA of `group`. The descriptor itself has no
+    /// cta_group field: the same bits serve both, only the legal M and N differ (M is that of the
+    /// whole MMA, so M = 256 is encoded as M >> 4 = 16, as CUTLASS `make_instr_desc` does for the
+    /// 2x1SM atoms).
+    #[allow(clippy::too_many_arguments)]
+    const fn try_instr_descriptor_f16_for(
+        group: CtaGroup,
+        d: AccumType,
+        a: InputType,
+        b: InputType,
+        a_major: Major,
+        b_major: Major,
+        m: u32,
+        n: u32,
+    ) -> Result<u32, EncodingError> {
+        if let Err(e) = check_shape_f16(group, m, n) {
+            return Err(e);
         }
         let (a_code, b_code) = match (a, b) {
             (InputType::F16, InputType::F16) => (0u32, 0u32),
@@ -533,6 +632,21 @@ pub mod sm100 {
         n: u32,
     ) -> u32 {
         unwrap32(try_instr_descriptor_f16(d, a, b, a_major, b_major, m, n))
+    }
+
+    /// Instruction descriptor for a 2-SM `tcgen05.mma.cta_group::2.kind::f16` (dense, no negation, no
+    /// saturation, no shift): M ∈ {128, 256} for the pair, N a multiple of 16 in 16..=256 (PTX ISA
+    /// Table 39). Panics on a shape or type combination the instruction does not have.
+    pub const fn instr_descriptor_f16_2sm(
+        d: AccumType,
+        a: InputType,
+        b: InputType,
+        a_major: Major,
+        b_major: Major,
+        m: u32,
+        n: u32,
+    ) -> u32 {
+        unwrap32(try_instr_descriptor_f16_2sm(d, a, b, a_major, b_major, m, n))
     }
 }
 
@@ -845,6 +959,86 @@ mod tests {
         assert!(t(AccumType::F16, BF16, BF16, 128, 128).is_err());
         assert!(t(AccumType::F32, F16, BF16, 128, 128).is_err());
         assert!(t(AccumType::F16, F16, F16, 128, 128).is_ok());
+    }
+
+    // ---- 2-SM (cta_group::2) instruction descriptor. Sources: PTX ISA Table 39 (kind::f16, dense,
+    // CTA group 2: "128xNxK, 256xNxK; N = {16, 32, … 256} steps of 16; K = 16"), Table 42 (the same
+    // bit layout for both CTA groups), CUTLASS `SM100_MMA_F16BF16_2x1SM_SS` (static_assert M ∈ {128,
+    // 256}, N % 16 == 0, 16 ≤ N ≤ 256) and `MMA_Traits<SM100_MMA_F16BF16_2x1SM_SS>` (idesc built
+    // with the pair's M and N; `InstrDescriptor::m_dim_` "Valid values are: 4 (M=64), 8 (M=128),
+    // 16 (M=256)").
+
+    #[test]
+    fn instr_descriptor_2sm_worked_values() {
+        let two = |m, n| sm100::instr_descriptor_f16_2sm(AccumType::F32, BF16, BF16, Major::K, Major::K, m, n);
+        // BF16 × BF16 -> F32, K-major, M = 256, N = 256 (steps 07-09): 1<<4 | 1<<7 | 1<<10 | 32<<17 | 16<<24.
+        assert_eq!(two(256, 256), 0x1040_0490);
+        // M = 256, N = 128: n_dim 16.
+        assert_eq!(two(256, 128), 0x1020_0490);
+        // M = 128 for the pair (64 rows per CTA): the same bits as the 1-SM M = 128 descriptor.
+        assert_eq!(two(128, 256), 0x0840_0490);
+        assert_eq!(
+            two(128, 256),
+            idesc(AccumType::F32, BF16, BF16, Major::K, Major::K, 128, 256)
+        );
+        // m_dim 16 at bits 24..29: bit 28 alone.
+        assert_eq!(two(256, 16) >> 24, 16);
+        assert_eq!((two(256, 16) >> 17) & 0x3F, 2);
+    }
+
+    #[test]
+    fn instr_descriptor_2sm_rejects_shapes_cta_group_2_lacks() {
+        let t = |m, n| sm100::try_instr_descriptor_f16_2sm(AccumType::F32, BF16, BF16, Major::K, Major::K, m, n);
+        for m in [0, 64, 192, 512] {
+            assert!(t(m, 128).is_err(), "M = {m}");
+        }
+        // N steps of 16: 8 and 24 are legal for one SM, not for a pair.
+        for n in [0, 8, 24, 136, 264, 512] {
+            assert!(t(256, n).is_err(), "N = {n}");
+        }
+        for (m, n) in [(128, 16), (128, 256), (256, 16), (256, 144), (256, 256)] {
+            assert!(t(m, n).is_ok(), "{m}x{n}");
+        }
+        let e = t(256, 24).unwrap_err();
+        assert!(e.message().contains("cta_group::2"), "{e}");
+        // The cta_group::1 shapes are unchanged: M = 256 is a pair's shape only.
+        assert!(sm100::check_shape_f16(sm100::CtaGroup::One, 256, 128).is_err());
+        assert!(sm100::check_shape_f16(sm100::CtaGroup::Two, 256, 128).is_ok());
+    }
+
+    #[test]
+    fn instr_descriptor_1sm_m128_accepts_n_in_steps_of_8_as_ptx_and_cutlass_4_2_do() {
+        // PTX ISA Table 39, cta_group::1 dense: "64xNxK, 128xNxK; N = {8, 16, 24, … 256} steps of 8".
+        // CUTLASS v4.2 (commit a49a78f) relaxed SM100_MMA_F16BF16_SS from "M == 128 && N % 16 == 0"
+        // to "N % 8 == 0 && 8 <= N <= 256" for both M. Pinned here so a change of rule is deliberate.
+        let t = |n| sm100::try_instr_descriptor_f16(AccumType::F32, BF16, BF16, Major::K, Major::K, 128, n);
+        for n in [8, 24, 136, 248] {
+            assert!(t(n).is_ok(), "128x{n}");
+        }
+    }
+
+    #[test]
+    fn smem_request_caps_resident_blocks_to_what_tmem_holds() {
+        use sm100::{smem_capping_tmem, SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK};
+        let resident = |request: u32| SMEM_PER_SM / (request + SMEM_RESERVED_PER_BLOCK);
+        for columns in [32, 64, 128, 256, 512] {
+            let max = TMEM_COLUMNS / columns;
+            // A small kernel (steps 04/05 ask for 33,792 bytes): capped at exactly 512 / columns blocks.
+            let r = smem_capping_tmem(33_792, columns);
+            if columns >= 128 {
+                assert_eq!(resident(r), max, "{columns} columns");
+            } else {
+                assert!(resident(r) <= max, "{columns} columns");
+            }
+            // The smallest such request: one byte less lets one more block in (when 33,792 < cap).
+            if r > 33_792 {
+                assert_eq!(resident(r - 1), max + 1, "{columns} columns");
+            }
+        }
+        // Steps 04/05: 128 columns, 4 blocks at most, 45,671 bytes.
+        assert_eq!(smem_capping_tmem(33_792, 128), 45_671);
+        // A kernel that already needs more keeps its request.
+        assert_eq!(smem_capping_tmem(66_560, 128), 66_560);
     }
 
     // ---- Invalid descriptor arguments.

@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::libs;
+use crate::nvml::{self, Nvml};
 use crate::results::DeviceInfo;
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
@@ -29,6 +30,10 @@ pub struct Gpu {
     pub major: u32,
     pub minor: u32,
     pub l2_bytes: u64,
+    /// NVML's name for this device (`00000000:19:00.0`), from CUDA's PCI attributes.
+    pub pci_bus_id: Option<String>,
+    /// NVML, opened on first use by the timing loop.
+    nvml: OnceLock<Option<Arc<Nvml>>>,
 }
 
 fn version_text(v: i32) -> String {
@@ -56,6 +61,15 @@ impl Gpu {
         let l2_bytes = attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64;
         // Peak clocks in kHz; some drivers no longer report them, which the results file records as null.
         let mhz = |a: Attr| ctx.attribute(a).ok().filter(|&k| k > 0).map(|k| (k / 1000) as u32);
+        let pci = |a: Attr| ctx.attribute(a).ok().and_then(|v| u32::try_from(v).ok());
+        let pci_bus_id = match (
+            pci(Attr::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+            pci(Attr::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+            pci(Attr::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+        ) {
+            (Some(domain), Some(bus), Some(device)) => Some(nvml::pci_bus_id(domain, bus, device)),
+            _ => None,
+        };
         let mut driver = 0;
         // SAFETY: one out-pointer to a live integer.
         unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
@@ -80,7 +94,22 @@ impl Gpu {
             major,
             minor,
             l2_bytes,
+            pci_bus_id,
+            nvml: OnceLock::new(),
         })
+    }
+
+    /// NVML for this device, to read its clocks; `None` (said once) without NVML.
+    pub fn nvml(&self) -> Option<Arc<Nvml>> {
+        self.nvml
+            .get_or_init(|| match &self.pci_bus_id {
+                Some(bus) => Nvml::open(bus),
+                None => {
+                    eprintln!("note: CUDA gives no PCI address for this GPU: its clocks during the timing loops are not recorded");
+                    None
+                }
+            })
+            .clone()
     }
 
     /// Free device memory in bytes.

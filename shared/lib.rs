@@ -15,6 +15,7 @@ pub mod figure;
 pub mod figure_banks;
 pub mod gpu;
 pub mod libs;
+pub mod nvml;
 pub mod nvrtc;
 pub mod problem;
 pub mod registry;

@@ -2,7 +2,7 @@
 
 use crate::problem::Shape;
 use crate::registry::Step;
-use crate::results::{StepRecord, Timing};
+use crate::results::StepRecord;
 use crate::verify::Check;
 use tabled::settings::Style;
 use tabled::{Table, Tabled};
@@ -60,10 +60,16 @@ struct ResultRow {
     ms: String,
     #[tabled(rename = "TFLOPS")]
     tflops: String,
+    #[tabled(rename = "cuBLAS bf16 TFLOPS")]
+    cublas_tflops: String,
     #[tabled(rename = "× cuBLAS bf16")]
     vs_bf16: String,
     #[tabled(rename = "× cuBLAS SGEMM")]
     vs_sgemm: String,
+    #[tabled(rename = "SM MHz (min–max)")]
+    clock: String,
+    #[tabled(rename = "W mean/limit")]
+    power: String,
     #[tabled(rename = "rel. err vs prev")]
     err_prev: String,
     #[tabled(rename = "rel. err vs cuBLAS")]
@@ -74,23 +80,25 @@ struct ResultRow {
     smem: String,
 }
 
-fn reference_row(name: &str, shape: Shape, t: &Timing) -> ResultRow {
-    ResultRow {
-        step: name.into(),
-        arch: "".into(),
-        shape: shape.to_string(),
-        ms: format!("{:.3}", t.median_ms),
-        tflops: format!("{:.1}", t.tflops),
-        vs_bf16: "".into(),
-        vs_sgemm: "".into(),
-        err_prev: "".into(),
-        err_cublas: "".into(),
-        regs: "".into(),
-        smem: "".into(),
+/// `1755 (1590–1980)`: the median SM clock NVML reported during the timed launches, and its range.
+fn clock_text(r: &StepRecord) -> String {
+    r.clocks
+        .as_ref()
+        .map(|c| c.sm_text().trim_end_matches(" MHz").replace(" MHz (", " ("))
+        .unwrap_or_else(|| "—".into())
+}
+
+/// `652/700`: mean power over the limit, in watts.
+fn power_text(r: &StepRecord) -> String {
+    match r.clocks.as_ref().map(|c| (c.power_w_mean, c.power_limit_w)) {
+        Some((Some(mean), Some(limit))) => format!("{mean:.0}/{limit:.0}"),
+        Some((Some(mean), None)) => format!("{mean:.0}"),
+        _ => "—".into(),
     }
 }
 
-/// The table every step binary and the ladder end with: each record, then cuBLAS per shape.
+/// The table every step binary and the ladder end with: one row per record. Each row's cuBLAS
+/// numbers come from its own timing loop, where cuBLAS alternated with that step.
 pub fn print_results(records: &[StepRecord]) {
     let mut rows = Vec::new();
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
@@ -108,8 +116,11 @@ pub fn print_results(records: &[StepRecord]) {
             shape: r.shape.to_string(),
             ms: format!("{:.3}", r.time.median_ms),
             tflops: format!("{:.1}", r.time.tflops),
+            cublas_tflops: format!("{:.1}", r.cublas_bf16.tflops),
             vs_bf16: format!("{:.3}", r.ratio_bf16),
             vs_sgemm: r.ratio_sgemm.map(|x| format!("{x:.3}")).unwrap_or_default(),
+            clock: clock_text(r),
+            power: power_text(r),
             err_prev: r
                 .checks
                 .first()
@@ -120,15 +131,44 @@ pub fn print_results(records: &[StepRecord]) {
             smem: opt(r.static_smem_bytes.map(|s| s + r.dynamic_smem_bytes)),
         });
     }
-    let mut shapes: Vec<Shape> = records.iter().map(|r| r.shape).collect();
-    shapes.dedup();
-    for shape in shapes {
-        if let Some(r) = records.iter().rev().find(|r| r.shape == shape) {
-            rows.push(reference_row("cuBLAS bf16", shape, &r.cublas_bf16));
-            if let Some(t) = &r.cublas_sgemm {
-                rows.push(reference_row("cuBLAS SGEMM (fp32)", shape, t));
-            }
-        }
-    }
     println!("{}", Table::new(rows).with(Style::rounded()));
+    println!("{}", legend(records));
+}
+
+/// What the table's timing columns mean, under it.
+fn legend(records: &[StepRecord]) -> String {
+    let mut text = format!(
+        "Each step was timed in one loop with cuBLAS (A B A B …, after ~{:.2} s of untimed warm-up), \
+         each with its own median; × cuBLAS compares medians from the same loop.",
+        crate::timing::WARMUP_SECONDS
+    );
+    if records.iter().any(|r| r.clocks.is_some()) {
+        text.push_str(&format!(
+            " SM MHz: NVML's SM clock during the timed launches, median (min–max) of readings every {} ms; \
+             W: mean board power / enforced limit.",
+            crate::nvml::PERIOD.as_millis()
+        ));
+    } else {
+        text.push_str(" No SM clock was recorded (NVML was not available).");
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::tests::record_of;
+
+    #[test]
+    fn clock_and_power_cells() {
+        let mut r = record_of(8, "pipeline", 8192, 1.6);
+        assert_eq!(
+            (clock_text(&r), power_text(&r)),
+            ("1755 (1590–1980)".into(), "652/700".into())
+        );
+        assert!(legend(std::slice::from_ref(&r)).contains("SM MHz: NVML's SM clock"));
+        r.clocks = None;
+        assert_eq!((clock_text(&r), power_text(&r)), ("—".into(), "—".into()));
+        assert!(legend(&[r]).contains("No SM clock was recorded"));
+    }
 }

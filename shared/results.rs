@@ -5,6 +5,7 @@
 //! else, so a number in the book can always be traced back to a run.
 
 use crate::error::{Error, Result};
+use crate::nvml::ClockSummary;
 use crate::problem::Shape;
 use crate::verify::Check;
 use serde::{Deserialize, Serialize};
@@ -90,6 +91,19 @@ pub fn significant(x: f64, digits: usize) -> String {
     format!("{x:.decimals$}")
 }
 
+/// How a record's kernel and its cuBLAS references were timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimingMethod {
+    /// Each timed by itself, one after the other (records made before alternation; files without
+    /// the field read as this).
+    #[default]
+    Sequential,
+    /// In one loop, the step and each reference launched in turn (A B A B …), so that all saw the
+    /// same clocks: see `shared/timing.rs`.
+    Alternating,
+}
+
 /// One measured run of one step at one shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
@@ -111,8 +125,18 @@ pub struct StepRecord {
     pub time: Timing,
     /// cuBLAS, bf16 in and out, fp32 compute, on the same inputs, timed the same way.
     pub cublas_bf16: Timing,
-    /// cuBLAS SGEMM on fp32 copies of the same values (CUDA-core steps only).
+    /// cuBLAS SGEMM on fp32 copies of the same values (CUDA-core steps only; older records have it
+    /// for every step).
     pub cublas_sgemm: Option<Timing>,
+    /// How `time` and the cuBLAS timings were taken; `sequential` in files written before alternation.
+    #[serde(default)]
+    pub timing_method: TimingMethod,
+    /// GPU time of the untimed alternating launches before the timed ones, in milliseconds.
+    #[serde(default)]
+    pub warmup_ms: Option<f64>,
+    /// The SM clock and power NVML reported while the timed launches ran; `None` without NVML.
+    #[serde(default)]
+    pub clocks: Option<ClockSummary>,
     /// `time.tflops / cublas_bf16.tflops`: 1 means as fast as cuBLAS, 0.5 half as fast.
     pub ratio_bf16: f64,
     /// `time.tflops / cublas_sgemm.tflops`.
@@ -397,6 +421,17 @@ pub(crate) mod tests {
             time,
             cublas_bf16,
             cublas_sgemm,
+            timing_method: TimingMethod::Alternating,
+            warmup_ms: Some(750.5),
+            clocks: Some(ClockSummary {
+                samples: 51,
+                sm_mhz_min: 1590,
+                sm_mhz_median: 1755,
+                sm_mhz_max: 1980,
+                power_w_mean: Some(652.25),
+                power_limit_w: Some(700.0),
+                power_capped_fraction: Some(0.875),
+            }),
             checks: vec![Check {
                 against: "cuBLAS bf16".into(),
                 compared: (size * size) as u64,
@@ -558,6 +593,50 @@ pub(crate) mod tests {
         let before = std::fs::read(&path).unwrap();
         record(book, &device("NVIDIA H200"), &[]).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn timing_method_and_clocks_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let original = record_of(8, "pipeline", 8192, 1.6);
+        record(dir.path(), &device("NVIDIA H200"), std::slice::from_ref(&original)).unwrap();
+        let path = results_path(dir.path(), "NVIDIA H200");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"timing_method\": \"alternating\""), "{text}");
+        assert!(text.contains("\"sm_mhz_median\": 1755"), "{text}");
+        let back = &load(&path).unwrap().records[0];
+        assert_eq!(back.timing_method, TimingMethod::Alternating);
+        assert_eq!(back.warmup_ms, original.warmup_ms);
+        assert_eq!(back.clocks, original.clocks);
+
+        // Without NVML the clocks are absent and say so as null.
+        let mut bare = original.clone();
+        bare.clocks = None;
+        record(dir.path(), &device("NVIDIA H200"), &[bare]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"clocks\": null"), "{text}");
+        assert_eq!(load(&path).unwrap().records[0].clocks, None);
+    }
+
+    /// Files written before alternation have none of the new fields: they still load, as sequential
+    /// timings without clocks.
+    #[test]
+    fn records_from_before_alternation_still_load() {
+        let mut value = serde_json::to_value(ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![record_of(6, "tma_store", 4096, 0.2)],
+        })
+        .unwrap();
+        let old = value["records"][0].as_object_mut().unwrap();
+        for field in ["timing_method", "warmup_ms", "clocks"] {
+            assert!(old.remove(field).is_some(), "{field}");
+        }
+        let file: ResultsFile = serde_json::from_value(value).unwrap();
+        let r = &file.records[0];
+        assert_eq!(
+            (r.timing_method, &r.warmup_ms, &r.clocks),
+            (TimingMethod::Sequential, &None, &None)
+        );
     }
 
     #[test]

@@ -5,10 +5,12 @@ use crate::arch::Arch;
 use crate::cublas::Cublas;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
+use crate::nvml::ClockSummary;
 use crate::nvrtc::{self, Output};
 use crate::problem::{Inputs, Shape};
-use crate::registry::{GemmOperands, KernelFile, LaunchFn, Step};
-use crate::results::{StepRecord, Timing};
+use crate::registry::{GemmOperands, KernelFile, LaunchFn, Step, Targets};
+use crate::results::{StepRecord, Timing, TimingMethod};
+use crate::timing::Contender;
 use crate::verify::{self, Bounds, Check, Reference};
 use crate::{steps, timing};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -38,8 +40,19 @@ pub struct LoadedKernel {
 pub struct RunOptions {
     /// Verify only: no timing, nothing recorded.
     pub check_only: bool,
-    /// Timed launches per measurement (`None`: about a second's worth).
+    /// Timed rounds of the alternating loop (`None`: about a second's worth).
     pub iters: Option<u32>,
+}
+
+/// What one step's alternating timing loop measured.
+#[derive(Debug, Clone)]
+pub struct StepTiming {
+    pub step: Timing,
+    pub cublas_bf16: Timing,
+    /// For the CUDA-core steps only.
+    pub cublas_sgemm: Option<Timing>,
+    pub clocks: Option<ClockSummary>,
+    pub warmup_ms: f64,
 }
 
 /// What one step's run produced.
@@ -74,7 +87,6 @@ pub struct Session {
     outputs: HashMap<u8, Vec<bf16>>,
     cublas_output: Option<Vec<bf16>>,
     cpu_reference: Option<Reference>,
-    cublas_timings: Option<(Timing, Timing)>,
 }
 
 fn ptr<T>(slice: &CudaSlice<T>, gpu: &Gpu) -> u64 {
@@ -134,7 +146,6 @@ impl Session {
             outputs: HashMap::new(),
             cublas_output: None,
             cpu_reference: None,
-            cublas_timings: None,
         })
     }
 
@@ -279,58 +290,81 @@ impl Session {
         self.cublas.gemm_bf16(ops.a, ops.b, ops.c, self.shape)
     }
 
-    /// Times step `id`.
-    pub fn time_step(&mut self, id: u8, iters: Option<u32>) -> Result<Timing> {
-        let what = self.kernel(id)?.step.binary();
-        let this = &*self;
-        timing::measure(&this.gpu, &what, this.shape, iters, &mut |i| this.launch(id, i))
+    /// Makes the fp32 copies of the inputs (and an fp32 C) that SGEMM is timed on, once.
+    fn ensure_fp32(&mut self) -> Result<()> {
+        if self.fp32.is_some() {
+            return Ok(());
+        }
+        let copies = self.device.a.len();
+        let upload = |host: &[bf16]| -> Result<Vec<CudaSlice<f32>>> {
+            let wide: Vec<f32> = host.iter().map(|v| v.to_f32()).collect();
+            (0..copies)
+                .map(|_| {
+                    self.gpu
+                        .stream
+                        .clone_htod(&wide)
+                        .map_err(Error::cuda("uploading fp32 inputs"))
+                })
+                .collect()
+        };
+        let (a, b) = (upload(&self.inputs.a)?, upload(&self.inputs.b)?);
+        // SAFETY: SGEMM writes every element before anyone reads it; nothing verifies this buffer.
+        let c = unsafe { self.gpu.stream.alloc::<f32>(self.shape.m * self.shape.n) }
+            .map_err(Error::cuda("allocating fp32 C"))?;
+        self.fp32 = Some(Fp32Copies { a, b, c });
+        Ok(())
     }
 
-    /// Times cuBLAS bf16 and cuBLAS SGEMM (on fp32 copies of the same values), once per session.
-    pub fn cublas_timings(&mut self, iters: Option<u32>) -> Result<(Timing, Timing)> {
-        if let Some(t) = &self.cublas_timings {
-            return Ok(t.clone());
+    /// Times step `id` (loaded) against cuBLAS bf16, and for a CUDA-core step also against cuBLAS
+    /// SGEMM on fp32 copies of the same values, all in one alternating loop ([`timing::measure`]).
+    pub fn time_step(&mut self, id: u8, iters: Option<u32>) -> Result<StepTiming> {
+        let kernel = self.kernel(id)?;
+        let what = kernel.step.binary();
+        let with_sgemm = kernel.file.targets == Targets::AnyGpu;
+        if with_sgemm {
+            self.ensure_fp32()?;
         }
-        let bf16_timing = {
-            let this = &*self;
-            timing::measure(&this.gpu, "cuBLAS bf16", this.shape, iters, &mut |i| {
-                this.launch_cublas_bf16(i)
-            })?
+        let this = &*self;
+        let mut step = |i: usize| this.launch(id, i);
+        let mut bf16 = |i: usize| this.launch_cublas_bf16(i);
+        let mut sgemm = |i: usize| {
+            let Fp32Copies { a, b, c } = this.fp32.as_ref().expect("made above");
+            let i = i % a.len();
+            this.cublas.sgemm(
+                ptr(&a[i], &this.gpu),
+                ptr(&b[i], &this.gpu),
+                ptr(c, &this.gpu),
+                this.shape,
+            )
         };
-        if self.fp32.is_none() {
-            let copies = self.device.a.len();
-            let upload = |host: &[bf16]| -> Result<Vec<CudaSlice<f32>>> {
-                let wide: Vec<f32> = host.iter().map(|v| v.to_f32()).collect();
-                (0..copies)
-                    .map(|_| {
-                        self.gpu
-                            .stream
-                            .clone_htod(&wide)
-                            .map_err(Error::cuda("uploading fp32 inputs"))
-                    })
-                    .collect()
-            };
-            let (a, b) = (upload(&self.inputs.a)?, upload(&self.inputs.b)?);
-            // SAFETY: SGEMM writes every element before anyone reads it; nothing verifies this buffer.
-            let c = unsafe { self.gpu.stream.alloc::<f32>(self.shape.m * self.shape.n) }
-                .map_err(Error::cuda("allocating fp32 C"))?;
-            self.fp32 = Some(Fp32Copies { a, b, c });
+        let mut contenders = vec![
+            Contender {
+                name: &what,
+                launch: &mut step,
+            },
+            Contender {
+                name: "cuBLAS bf16",
+                launch: &mut bf16,
+            },
+        ];
+        if with_sgemm {
+            contenders.push(Contender {
+                name: "cuBLAS SGEMM",
+                launch: &mut sgemm,
+            });
         }
-        let sgemm_timing = {
-            let this = &*self;
-            let Fp32Copies { a, b, c } = this.fp32.as_ref().expect("just made");
-            timing::measure(&this.gpu, "cuBLAS SGEMM", this.shape, iters, &mut |i| {
-                let i = i % a.len();
-                this.cublas.sgemm(
-                    ptr(&a[i], &this.gpu),
-                    ptr(&b[i], &this.gpu),
-                    ptr(c, &this.gpu),
-                    this.shape,
-                )
-            })?
+        let measured = timing::measure(&this.gpu, this.shape, iters, &mut contenders)?;
+        let mut timings = measured.timings.into_iter();
+        let (Some(step), Some(cublas_bf16)) = (timings.next(), timings.next()) else {
+            return Err(Error::Other(format!("{what}: the timing loop lost a contender")));
         };
-        self.cublas_timings = Some((bf16_timing.clone(), sgemm_timing.clone()));
-        Ok((bf16_timing, sgemm_timing))
+        Ok(StepTiming {
+            step,
+            cublas_bf16,
+            cublas_sgemm: timings.next(),
+            clocks: measured.clocks,
+            warmup_ms: measured.warmup_ms,
+        })
     }
 
     /// The whole contract for one step: compile, verify, and unless `check_only`, time and describe.
@@ -346,8 +380,13 @@ impl Session {
         if options.check_only {
             return Ok(StepOutcome { checks, record: None });
         }
-        let time = self.time_step(id, options.iters)?;
-        let (cublas_bf16, cublas_sgemm) = self.cublas_timings(options.iters)?;
+        let StepTiming {
+            step: time,
+            cublas_bf16,
+            cublas_sgemm,
+            clocks,
+            warmup_ms,
+        } = self.time_step(id, options.iters)?;
         let kernel = &self.kernels[&id];
         let record = StepRecord {
             step: id,
@@ -360,10 +399,13 @@ impl Session {
             date: crate::results::utc_now_rfc3339(),
             git: crate::GIT_REVISION.to_string(),
             ratio_bf16: time.tflops / cublas_bf16.tflops,
-            ratio_sgemm: Some(time.tflops / cublas_sgemm.tflops),
+            ratio_sgemm: cublas_sgemm.as_ref().map(|s| time.tflops / s.tflops),
             time,
             cublas_bf16,
-            cublas_sgemm: Some(cublas_sgemm),
+            cublas_sgemm,
+            timing_method: TimingMethod::Alternating,
+            warmup_ms: Some(warmup_ms),
+            clocks,
             checks: checks.clone(),
             registers: kernel.registers,
             static_smem_bytes: kernel.static_smem_bytes,

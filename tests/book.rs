@@ -3,8 +3,9 @@
 
 use gemm_ladder::book::{self, LadderResults};
 use gemm_ladder::figure;
+use gemm_ladder::nvml::ClockSummary;
 use gemm_ladder::problem::Shape;
-use gemm_ladder::results::{self, DeviceInfo, ResultsFile, StepRecord, Timing};
+use gemm_ladder::results::{self, DeviceInfo, ResultsFile, StepRecord, Timing, TimingMethod};
 use gemm_ladder::verify::Check;
 use std::path::{Path, PathBuf};
 
@@ -175,6 +176,17 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         cublas_sgemm: Some(timing(0.0789, shape)),
         ratio_bf16: 0.370_731_7,
         ratio_sgemm: Some(0.641_463_4),
+        timing_method: TimingMethod::Alternating,
+        warmup_ms: Some(812.0),
+        clocks: Some(ClockSummary {
+            samples: 12,
+            sm_mhz_min: 1410,
+            sm_mhz_median: 1665,
+            sm_mhz_max: 1980,
+            power_w_mean: Some(688.4),
+            power_limit_w: Some(700.0),
+            power_capped_fraction: Some(0.5),
+        }),
         checks: vec![check("step01", 2.34e-3), check("cuBLAS bf16", 5.67e-3)],
         registers: Some(38),
         static_smem_bytes: Some(8320),
@@ -211,6 +223,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         "8.1 KiB",
         "132 SMs",
         "60 MiB of L2",
+        "SM clock while timing 1410–1980 MHz (median 1665 MHz, NVML)",
     ] {
         assert!(all.contains(expected), "{expected} missing from\n{all}");
     }
@@ -222,6 +235,15 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         .unwrap();
     assert!(
         step.contains("against step01: relative Frobenius error 2.34e-3 (bound 4.9e-3)"),
+        "{step}"
+    );
+    assert!(
+        step.contains(
+            "- NVIDIA H200, 4099×17×4104: timed in one loop with cuBLAS bf16 and cuBLAS SGEMM, launched in turn, \
+             20 launches each after 0.81 s of untimed warm-up; cuBLAS bf16 reached "
+        ) && step.contains(
+            "; SM clock 1665 MHz (1410–1980) over 12 readings, 688 W of 700 W, power-capped 50% of the time."
+        ),
         "{step}"
     );
     assert!(

@@ -60,3 +60,85 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* destination, const T
         : "memory");
 }
 // ANCHOR_END: multicast
+
+// ---------------------------------------------------------------------------------------------------
+// 2-SM tensor cores (sm_100a, `.cta_group::2`). Two blocks of a cluster whose ranks differ only in
+// bit 0 form a *pair*; the one with the even rank is the leader. One thread of the leader issues a
+// tcgen05.mma that runs on the tensor cores of both SMs: each block holds its half of A (M/2 rows)
+// and its half of B (N/2 rows) at the same shared-memory offset, and receives its M/2 rows of D in
+// its own TMEM, at the same TMEM address. Every tcgen05 instruction of such a kernel must say
+// `.cta_group::2` (alloc, relinquish, dealloc, mma, commit); tcgen05.ld, tcgen05.wait and the fences
+// have no `.cta_group`. The wrappers below are the `.cta_group::2` forms of those in tcgen05.cuh.
+
+// Rank of the leader of this block's pair: this rank with bit 0 cleared.
+__device__ __forceinline__ u32 pair_leader_rank(u32 rank) {
+    return rank & ~1u;
+}
+
+// Allocate `Columns` TMEM columns in both blocks of the pair. One warp of each block executes it (the
+// same warp index in both, all 32 threads), with `slot` at the same offset; both blocks receive the
+// same address. CUTLASS `TMEM::Allocator2Sm` states the same preconditions.
+template <u32 Columns>
+__device__ __forceinline__ void tmem_alloc_2sm(u32* slot) {
+    static_assert(Columns >= 32 && Columns <= 512 && (Columns & (Columns - 1)) == 0,
+                  "TMEM is allocated in a power of two of columns, 32 to 512");
+    asm volatile("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], %1;" ::"r"(smem_address(slot)),
+                 "r"(Columns)
+                 : "memory");
+}
+
+// This pair will allocate no more TMEM. Whole warp, the warp that allocated.
+__device__ __forceinline__ void tmem_relinquish_alloc_permit_2sm() {
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;" ::: "memory");
+}
+
+// Free what tmem_alloc_2sm allocated: the allocating warp of each block, once no tcgen05 operation of
+// either block still uses the columns (the kernels put a cluster barrier before it).
+template <u32 Columns>
+__device__ __forceinline__ void tmem_dealloc_2sm(u32 address) {
+    static_assert(Columns >= 32 && Columns <= 512 && (Columns & (Columns - 1)) == 0,
+                  "TMEM is freed in the power of two of columns that was allocated");
+    asm volatile("tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;" ::"r"(address), "r"(Columns) : "memory");
+}
+
+// D (+)= A · Bᵀ over the pair, one MMA of the shape in `idesc` (kind::f16; shared/encoding.rs
+// `sm100::instr_descriptor_f16_2sm`: M = 128 or 256, N a multiple of 16 up to 256). Issued by ONE
+// thread of the leader. The descriptors and `d_tmem` name this block's shared memory and TMEM; the
+// hardware reads the peer's halves of A and B at the same offsets and writes the peer's rows of D at
+// the same TMEM address. With M = 256 the leader's TMEM receives rows 0..127 and the peer's rows
+// 128..255, each in lane i = row i of its half (the layout of a 128-row MMA); D column j is B row j
+// of [leader's half of B; peer's half of B].
+__device__ __forceinline__ void umma_f16_2sm(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc, bool accumulate) {
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %4, 0;\n"
+        "tcgen05.mma.cta_group::2.kind::f16 [%0], %1, %2, %3, accumulate;\n"
+        "}\n" ::"r"(d_tmem),
+        "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(static_cast<u32>(accumulate))
+        : "memory");
+}
+
+// One arrival on `barrier` in every block of `cta_mask` (bit r: rank r), at `barrier`'s offset, once
+// every 2-SM MMA this thread has issued so far has completed, on both SMs: their D is in TMEM and
+// they have finished reading both blocks' shared memory. Issued by the thread that issued the MMAs.
+__device__ __forceinline__ void umma_commit_2sm_multicast(u64* barrier, u16 cta_mask) {
+    asm volatile(
+        "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%0], %1;" ::"r"(
+            smem_address(barrier)),
+        "h"(cta_mask)
+        : "memory");
+}
+
+// Load the box at (x, y) into THIS block's shared memory at `destination`, and count its bytes on
+// the barrier at shared::cluster address `pair_barrier`, which may be the peer's (cluster_map_shared
+// of the leader's barrier): with `.cta_group::2` the barrier may live in either block of the pair.
+// That is how both halves of a pair's tiles report to the one barrier the leader's MMA thread waits on.
+__device__ __forceinline__ void tma_load_2d_2sm(void* destination, const TensorMap* map, u32 pair_barrier, int x,
+                                                int y) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_address(destination)),
+        "l"(map), "r"(pair_barrier), "r"(x), "r"(y)
+        : "memory");
+}

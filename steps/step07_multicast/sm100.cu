@@ -1,37 +1,39 @@
-// Step 06 · tma_store, Blackwell (sm_100a): C leaves through shared memory and the copy engine.
+// Step 07 · multicast, Blackwell (sm_100a): two SMs, one MMA.
 //
 // Assembled for sm_100a by the tests, but not run by this project: we have no Blackwell GPU.
 //
-// Step 05's epilogue stored C straight from registers: each thread wrote 64 bytes of its own row, so
-// one store instruction of a warp touched 32 rows, 32 different lines of global memory, 16 bytes in
-// each. Here the warps first write their bf16 results into shared memory, in 64-column boxes laid out
-// with the same 128-byte swizzle the loads use, and one thread per warp then hands each box to the
-// TMA, which writes whole 128-byte lines of C and clips whatever lies outside C.
+// Until now every block loaded its own A tile and its own B tile, although the block below it in the
+// grid (the next 128 rows of C, the same columns) loads the very same B tile. Here the blocks come in
+// clusters of two along M, and the two blocks of a cluster (a *pair*) compute one 256×BN tile of C
+// with a single 2-SM MMA, `tcgen05.mma.cta_group::2`, M = 256:
+//   - each block loads its own 128 rows of A, as before;
+//   - each block loads only HALF of the B tile (BN/2 rows): the MMA reads the other half from the
+//     peer's shared memory. B crosses the chip once per pair and sits in shared memory once;
+//   - one thread of the leader (the block of even rank) issues the MMAs for both SMs; each block
+//     receives its own 128 rows of the result in its own TMEM, laid out exactly as in step 06;
+//   - both blocks' copies report to the leader's `loaded` barrier (the leader waits on it alone), and
+//     the leader's commit is multicast to the `computed` barrier of both blocks.
+// On Hopper the same pair would multicast B (one load written into both blocks, two copies in shared
+// memory); the 2-SM MMA goes one better and keeps one copy, split. So the "multicast" of this step is
+// that of the commit, and of the peer's bytes arriving on the leader's barrier.
 //
-// Shared memory is written with ordinary 16-byte stores. A warp's 16-byte store is served 8 threads
-// at a time; those 8 threads hold 8 consecutive rows at the same columns, which the swizzle puts in 8
-// different 16-byte positions, covering each of the 32 banks once: no conflict. (Without the swizzle
-// the 8 rows, 128 bytes apart, would all hit the same four banks.) The Hopper twin uses stmatrix
-// because wgmma leaves its accumulators in stmatrix's 8×8 fragment layout; tcgen05.ld's 32x32b shape
-// gives every thread a run of its own row instead, which a plain store writes just as well.
+// The epilogue is step 06's, with the tile now 128 × 256 per block.
 //
-// The seeds measured no gain from this step alone (the main loop, still unpipelined, is the
-// bottleneck). What it buys is an asynchronous epilogue: once the store is issued, the threads could
-// go on with other work, which step 09 will use.
-//
-// A TMA store needs C's rows to be a multiple of 16 bytes apart (N % 8 == 0). For other N the host
-// passes tma_store = 0 and the kernel stores from registers as step 05 did.
-//
-// Everything else (barriers, TMEM, swizzled loads, MMA loop) is step 05's.
+// Every object in shared memory sits at the same offset in both blocks (same code, same layout): the
+// MMA, the copies and the commit name a peer's memory by this block's offset. The cluster is
+// synchronised after the barriers are initialised (no copy may arrive on a barrier the leader has not
+// initialised yet) and before TMEM is freed (no block may free its columns while the other may still
+// use them).
 #include "common.cuh"
 #include "mbarrier.cuh"
 #include "tma.cuh"
 #include "tcgen05.cuh"
+#include "cluster.cuh"
 #include "stmatrix.cuh"  // swizzle_128b_offset
 
 // Set by step.rs (the Rust side owns every encoding; see shared/encoding.rs).
 #ifndef BM
-#error "BM (rows of C per block, the M of the MMA) is set by step.rs"
+#error "BM (rows of C per block: half the M of the 2-SM MMA) is set by step.rs"
 #endif
 #ifndef BN
 #error "BN (columns of C per block, the N of the MMA, TMEM columns allocated) is set by step.rs"
@@ -49,21 +51,27 @@
 #error "B_DESC (shared-memory descriptor of the B tile, start address 0) is set by step.rs"
 #endif
 #ifndef IDESC
-#error "IDESC (tcgen05.mma instruction descriptor: bf16 x bf16 -> fp32, K-major, BM x BN) is set by step.rs"
+#error "IDESC (tcgen05.mma instruction descriptor: bf16 x bf16 -> fp32, K-major, 2*BM x BN, cta_group::2) is set by step.rs"
+#endif
+#ifndef CLUSTER_M
+#error "CLUSTER_M (blocks per cluster along M: the pair) is set by step.rs"
 #endif
 
 enum : int {
     MMA_K = 16,                          // K of one tcgen05.mma.kind::f16: 16 bf16 = 32 bytes
-    A_TILE_BYTES = BM * BK * 2,          // one BM×BK bf16 tile of A
-    B_TILE_BYTES = BN * BK * 2,          // one BN×BK bf16 tile of B
-    TILE_BYTES = A_TILE_BYTES + B_TILE_BYTES,  // what the TMA delivers per K slice
+    A_TILE_BYTES = BM * BK * 2,          // this block's BM×BK bf16 tile of A
+    B_HALF_ROWS = BN / 2,                // rows of B each block of the pair holds
+    B_TILE_BYTES = B_HALF_ROWS * BK * 2, // this block's half of the BN×BK tile of B
+    TILE_BYTES = A_TILE_BYTES + B_TILE_BYTES,  // what the TMA delivers to one block per K slice
+    PAIR_TILE_BYTES = 2 * TILE_BYTES,    // ... and to the pair: what the leader's `loaded` expects
     BOX_COLS = 64,                       // columns of C per TMA store box: one 128-byte swizzled row
     BOX_BYTES = 32 * BOX_COLS * 2,       // a box is one warp's 32 rows: 4 KiB
 };
-// One CTA, one MMA shape: M = 128 puts row i of the tile in TMEM lane i (all 128 lanes), and four
-// warps are exactly what it takes to read 128 lanes back (each warp reaches 32 of them).
-static_assert(BM == 128 && THREADS == 128, "M = 128 tiles are read back by one warpgroup");
-static_assert(BN % 32 == 0 && BN >= 32 && BN <= 256, "an M = 128 MMA has N <= 256; the epilogue reads 32 columns");
+// One pair, one MMA shape: M = 256 puts row i of each block's half in lane i of that block's TMEM
+// (all 128 lanes), and four warps are exactly what it takes to read 128 lanes back.
+static_assert(CLUSTER_M == 2, "a 2-SM MMA is issued for a pair of blocks: clusters of two along M");
+static_assert(BM == 128 && THREADS == 128, "each block holds 128 rows of the M = 256 MMA, read back by one warpgroup");
+static_assert(BN % 32 == 0 && BN >= 32 && BN <= 256, "a 2-SM MMA has N <= 256; the epilogue reads 32 columns");
 static_assert((BN & (BN - 1)) == 0, "TMEM is allocated in powers of two of columns: BN must be one");
 static_assert(BK % MMA_K == 0 && BK % 8 == 0, "a K slice is a whole number of MMAs and of 16-byte columns");
 
@@ -102,9 +110,11 @@ __device__ __forceinline__ void store_row_piece(bf16* C, int M, int N, int row, 
 }
 
 // ANCHOR: kernel
-// The grid has one block per BM×BN tile of C: blockIdx.x along N, blockIdx.y along M. The tensor maps
-// (shared/tma.rs) cover A (M×K) and B (N×K); boxes that hang over an edge arrive zero-filled, so a
-// ragged tile or a K that is not a multiple of BK only adds zeros to the accumulators.
+// The grid has one block per BM×BN tile of C: blockIdx.x along N, blockIdx.y along M, in clusters of
+// CLUSTER_M = 2 blocks along M (the host asks for the cluster shape at launch, step.rs `CLUSTER`, and
+// rounds the grid's y up to even; a block past the bottom of C loads zeros and stores nothing). The tensor maps (shared/tma.rs) cover A (M×K, boxes of BM rows)
+// and B (N×K, boxes of BN/2 rows); boxes that hang over an edge arrive zero-filled, so a ragged tile
+// or a K that is not a multiple of BK only adds zeros to the accumulators.
 // `c_map` (32 rows × 64 columns boxes of C, 128-byte swizzle) is used only when tma_store != 0; the
 // host sets tma_store = (N % 8 == 0) and otherwise passes a map that is never read.
 extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_constant__ TensorMap a_map,
@@ -112,7 +122,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                                                               const __grid_constant__ TensorMap c_map,
                                                               bf16* __restrict__ C, int M, int N, int K,
                                                               int tma_store) {
-    // Dynamic shared memory: the A tile, the B tile, then the staging area for C (BM×BN bf16: BN/64
+    // Dynamic shared memory: the A tile, the half B tile, then the staging area for C (BM×BN bf16: BN/64
     // boxes of 4 KiB per warp). The staging area has its own space rather than reusing the tiles, so
     // no thread ever writes memory the copy engine or the tensor cores also used. The host asks for
     // 1 KiB more than all that needs, so everything can start on a 1024-byte boundary whatever the
@@ -124,9 +134,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     bf16* b_tile = reinterpret_cast<bf16*>(smem + A_TILE_BYTES);
     unsigned char* c_staging = smem + TILE_BYTES;
 
-    // The two barriers of the K loop, and the word tcgen05.alloc writes the TMEM address to.
-    __shared__ u64 loaded;    // completes when the TMA has delivered both tiles of a K slice
-    __shared__ u64 computed;  // completes when the MMAs of a K slice have finished
+    // The two barriers of the K loop, and the word tcgen05.alloc writes the TMEM address to. Both
+    // blocks have all three; the peer's `loaded` is never used, but it keeps the layouts identical.
+    __shared__ u64 loaded;    // leader's: completes when the TMA has delivered the pair's tiles of a K slice
+    __shared__ u64 computed;  // both blocks': completes when the pair's MMAs of a K slice have finished
     __shared__ u32 tmem_slot;
 
     const int warp = threadIdx.x / 32;
@@ -135,17 +146,29 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     const int n0 = blockIdx.x * BN;
     const int k_slices = (K + BK - 1) / BK;  // K >= 8, so at least one
 
+    // ANCHOR: pair
+    // With a cluster of (1, 2, 1) the rank is blockIdx.y % 2: the leader holds rows m0 .. m0+127 of the
+    // pair's 256, the peer the next 128. The leader's half of B is rows n0 .. n0+BN/2-1, the peer's the
+    // rest; in TMEM, column j of D is row n0 + j of B in both blocks.
+    const u32 rank = cluster_ctarank();
+    const bool leader = rank == pair_leader_rank(rank);
+    const int b_row = n0 + static_cast<int>(rank % 2) * B_HALF_ROWS;
+    // The leader's `loaded`, as an address both blocks' copies can signal; and the two blocks the
+    // leader's commits reach (bit r of the mask: rank r).
+    const u32 pair_loaded = cluster_map_shared(&loaded, pair_leader_rank(rank));
+    const u16 pair_mask = static_cast<u16>(0b11u << pair_leader_rank(rank));
+    // ANCHOR_END: pair
+
     // ANCHOR: tmem_alloc
     // Set-up, by two different warps at once.
-    //  - Warp 0 (all 32 threads: the instruction is warp-wide) allocates BN TMEM columns, one fp32
-    //    accumulator column per column of the tile, all 128 lanes, then gives up its right to
-    //    allocate again: this CTA needs no more TMEM. Warp 0 is also the warp that frees the columns.
-    //  - One thread of warp 1 initialises the barriers: `loaded` expects one arrival (the thread that
-    //    issues the copies, with the byte count) and `computed` one (the tcgen05.commit). The fence
-    //    makes the initialised barriers visible to the copy engine and the tensor cores.
+    //  - Warp 0 of each block (all 32 threads) allocates BN TMEM columns for the pair: the 2-SM
+    //    allocation is made by the same warp of both blocks together, and gives both the same address.
+    //  - One thread of warp 1 initialises the barriers: `loaded` expects one arrival (the leader's
+    //    thread that announces the pair's bytes) and `computed` one (the leader's tcgen05.commit). The
+    //    fence makes them visible to the copy engine and the tensor cores, of this SM and the peer's.
     if (warp == 0) {
-        tmem_alloc<BN>(&tmem_slot);
-        tmem_relinquish_alloc_permit();
+        tmem_alloc_2sm<BN>(&tmem_slot);
+        tmem_relinquish_alloc_permit_2sm();
     } else if (warp == 1 && lane == 0) {
         mbarrier_init(&loaded, 1);
         mbarrier_init(&computed, 1);
@@ -155,18 +178,18 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         if (tma_store) tma_prefetch_map(&c_map);
     }
     // The allocation is a tcgen05 operation whose result (the address in tmem_slot) other warps use:
-    // fence before the barrier on the allocating side, after it on every side.
+    // fence before the barrier on the allocating side, after it on every side. The barrier is the
+    // cluster's: after it both blocks' barriers are initialised, so the peer may signal the leader's.
     tcgen05_fence_before_thread_sync();
-    __syncthreads();
+    cluster_sync();
     tcgen05_fence_after_thread_sync();
     const u32 tmem = tmem_slot;  // lane 0, first allocated column
     // ANCHOR_END: tmem_alloc
 
-    // The main loop runs in thread 0 alone: it is the only thread with work to do until the
-    // accumulators are complete, and the other 127 go straight to the barrier after the loop. It is
-    // also the only thread that waits on the two barriers, once per phase and in order. That matters:
-    // a waiter names the phase it waits for by its parity alone, so a thread that fell two phases
-    // behind would mistake phase s + 2 for phase s and wait for a phase that never comes.
+    // The main loop runs in thread 0 of each block alone: the leader's loads, waits for the pair's
+    // tiles, issues the MMAs and commits; the peer's only loads and waits. Each waits on its barriers
+    // once per phase and in order. That matters: a waiter names the phase it waits for by its parity
+    // alone, so a thread that fell two phases behind would mistake phase s + 2 for phase s.
     if (threadIdx.x == 0) {
         // Phase parity: each barrier completes one phase per K slice (parity 0, 1, 0, ...), so one
         // parity serves both and flips once per slice.
@@ -175,33 +198,36 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             const int k0 = slice * BK;
 
             // ANCHOR: tma_load
-            // Announce the bytes this phase of `loaded` must see, then start the two copies. The A box is
-            // BK elements × BM rows at (k0, m0) of A, with the 128-byte swizzle (set in the tensor map,
-            // shared/tma.rs); it lands as BM swizzled 128-byte rows. B likewise. The byte count is
-            // always the full boxes: parts outside the matrix arrive as zeros, and count.
-            mbarrier_arrive_expect_bytes(&loaded, TILE_BYTES);
-            tma_load_2d(a_tile, &a_map, &loaded, k0, m0);
-            tma_load_2d(b_tile, &b_map, &loaded, k0, n0);
-            // The phase completes when this thread has arrived and all TILE_BYTES have landed.
-            mbarrier_wait(&loaded, phase);
+            // The leader announces the bytes this phase of its `loaded` must see: both blocks' tiles.
+            // Then each block starts its two copies into its own shared memory, counted on the leader's
+            // barrier. The A box is BK elements × BM rows at (k0, m0); the B box BK × BN/2 rows at
+            // (k0, b_row): this block's half. A peer's bytes may land before the leader has announced
+            // them; the phase still cannot complete before the leader's arrival, which it waits for.
+            if (leader) mbarrier_arrive_expect_bytes(&loaded, PAIR_TILE_BYTES);
+            tma_load_2d_2sm(a_tile, &a_map, pair_loaded, k0, m0);
+            tma_load_2d_2sm(b_tile, &b_map, pair_loaded, k0, b_row);
             // ANCHOR_END: tma_load
 
             // ANCHOR: mma
-            // Order the MMAs below after the wait above (the tiles are in shared memory now).
-            tcgen05_fence_after_thread_sync();
-            // BK/16 MMAs: D[tmem] (+)= A[:, 16k .. 16k+15] · B[:, 16k .. 16k+15]ᵀ. The descriptors are the
-            // Rust-built templates plus the start address of the slice. The very first MMA of the tile
-            // overwrites D (TMEM is not zeroed by the allocation); all the others accumulate. Then a
-            // commit: `computed` receives its arrival when all of these MMAs have completed.
-            #pragma unroll
-            for (int k = 0; k < BK / MMA_K; ++k) {
-                const u64 a_desc = umma_descriptor(A_DESC, smem_address(a_tile) + k_slice_offset(k));
-                const u64 b_desc = umma_descriptor(B_DESC, smem_address(b_tile) + k_slice_offset(k));
-                umma_f16(tmem, a_desc, b_desc, IDESC, slice > 0 || k > 0);
+            if (leader) {
+                // The phase completes when the leader has arrived and all PAIR_TILE_BYTES have landed
+                // in the two blocks. Order the MMAs below after that wait.
+                mbarrier_wait(&loaded, phase);
+                tcgen05_fence_after_thread_sync();
+                // BK/16 MMAs of 256 × BN × 16 for the pair. The descriptors name this block's tiles;
+                // the tensor cores find the peer's halves at the same offsets. The first MMA of the
+                // tile overwrites D; the others accumulate. Then one commit, multicast: `computed`
+                // of both blocks receives its arrival when these MMAs have completed on both SMs.
+                #pragma unroll
+                for (int k = 0; k < BK / MMA_K; ++k) {
+                    const u64 a_desc = umma_descriptor(A_DESC, smem_address(a_tile) + k_slice_offset(k));
+                    const u64 b_desc = umma_descriptor(B_DESC, smem_address(b_tile) + k_slice_offset(k));
+                    umma_f16_2sm(tmem, a_desc, b_desc, IDESC, slice > 0 || k > 0);
+                }
+                umma_commit_2sm_multicast(&computed, pair_mask);
             }
-            umma_commit(&computed);
-            // The next slice's copies must not overwrite a_tile and b_tile while the tensor cores still
-            // read them; after the last slice this is the wait for the finished accumulators.
+            // In both blocks: the next slice's copies must not overwrite the tiles while the tensor
+            // cores still read them; after the last slice this is the wait for the finished accumulators.
             mbarrier_wait(&computed, phase);
             // ANCHOR_END: mma
             phase ^= 1;
@@ -270,13 +296,15 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     // ANCHOR_END: tma_store
 
     // Free TMEM: every warp's loads have completed (tcgen05.ld waited inside tmem_load_32x32b_x32);
-    // the fences order them before the barrier and the dealloc after it. Warp 0 allocated, so warp 0
-    // frees, all 32 threads together.
+    // the fences order them before the barrier and the dealloc after it. The barrier is the cluster's:
+    // the pair frees its columns together, once neither block reads them any more, and no block exits
+    // while its peer may still need it. Warp 0 of each block allocated, so warp 0 frees.
+    __syncwarp();  // barrier.cluster is .aligned: each warp arrives converged (lane 0 stored alone)
     tcgen05_fence_before_thread_sync();
-    __syncthreads();
+    cluster_sync();
     if (warp == 0) {
         tcgen05_fence_after_thread_sync();
-        tmem_dealloc<BN>(tmem);
+        tmem_dealloc_2sm<BN>(tmem);
     }
 }
 // ANCHOR_END: kernel

@@ -5,11 +5,15 @@
 //! B, multicast into every block of the cluster. A ring of `STAGES` tiles with full/empty barriers
 //! lets the next loads fly while the tensor cores work.
 //!
-//! Blackwell (`sm100.cu`, assembled, not run here): see the `blackwell` module below.
+//! Blackwell (`sm100.cu`, assembled, not run here): clusters of two blocks along M, a *pair*, compute
+//! one 256 × 256 tile of `C` with 2-SM MMAs (`tcgen05.mma.cta_group::2`, M = 256). Each block loads
+//! its 128 rows of A and half of the B tile (128 rows): the MMA reads the other half from the peer's
+//! shared memory, so B is not multicast but split. The leader issues the MMAs; both blocks' copies
+//! report to its barrier, and its commits are multicast to both blocks. Step 06's epilogue.
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::registry::{launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -89,17 +93,22 @@ mod hopper {
 
 const HOPPER: KernelFile = hopper::KERNEL;
 
-/// The Blackwell kernel's tile and launch (step 05's, plus the tensor map of `C`). Assembled for sm_100a
-/// by the tests; not run by this project.
+/// The Blackwell kernel's tile and launch: a cluster of two blocks along M computes one 256 × 256
+/// tile of `C` with 2-SM MMAs. Assembled for sm_100a by the tests; not run by this project.
 mod blackwell {
     use super::*;
     use crate::encoding::sm100::{self, AccumType, InputType};
     use crate::encoding::{Major, LBO_IGNORED};
 
-    /// Rows of `C` per block: the M of one `tcgen05.mma`, so row i of the tile is TMEM lane i.
+    /// Blocks per cluster along (x = N, y = M, z): a pair along M, the two halves of one 2-SM MMA.
+    pub const CLUSTER: (u32, u32, u32) = (1, 2, 1);
+    /// Rows of `C` per block: half the M of the 2-SM MMA, so row i of a block's half is its TMEM lane i.
     pub const BM: u32 = 128;
-    /// Columns of `C` per block: the N of the MMA, and the TMEM columns allocated (a power of two).
-    pub const BN: u32 = 128;
+    /// The M of one `tcgen05.mma.cta_group::2`: the pair's rows.
+    pub const MMA_M: u32 = BM * CLUSTER.1;
+    /// Columns of `C` per block (both blocks of a pair share them): the N of the MMA, and the TMEM
+    /// columns allocated (a power of two). Each block loads BN / 2 rows of B.
+    pub const BN: u32 = 256;
     /// Depth of the K slice one TMA copy brings: 64 bf16 = one 128-byte swizzled row.
     pub const BK: u32 = 64;
     /// Four warps: together they reach all 128 TMEM lanes in the epilogue.
@@ -107,21 +116,24 @@ mod blackwell {
     /// A store box of `C`: one warp's 32 rows (its TMEM lanes) × 64 columns (one 128-byte swizzled row).
     pub const BOX_ROWS: u32 = 32;
     pub const BOX_COLS: u32 = 64;
-    /// A and B tiles, then the staging tile of `C` (BM × BN bf16, its own space: the tiles are not
-    /// reused), plus 1 KiB so the kernel can align all of them to 1024 bytes (its barriers are static).
-    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + BM * BN * 2;
+    /// The A tile (BM × BK), this block's half of the B tile (BN/2 × BK), then the staging tile of
+    /// `C` (BM × BN bf16), plus 1 KiB so the kernel can align all of them to 1024 bytes:
+    /// 1 + 16 + 16 + 64 = 97 KiB. Two blocks fit on an SM, and 2 × 256 TMEM columns = 512: all of it.
+    pub const SMEM_BYTES: u32 = 1024 + (BM + BN / 2) * BK * 2 + BM * BN * 2;
     /// tcgen05 descriptor templates: 128-byte swizzle, K-major; LBO is ignored for swizzled K-major
-    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes. The same for both
+    /// blocks: the MMA reads the peer's half at the same offset.
     pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
-    /// `kind::f16` instruction descriptor: bf16 × bf16 → fp32, A and B K-major, M = BM, N = BN.
-    pub const IDESC: u32 = sm100::instr_descriptor_f16(
+    /// `kind::f16` instruction descriptor of the 2-SM MMA: bf16 × bf16 → fp32, A and B K-major,
+    /// M = 256 (the pair's), N = BN.
+    pub const IDESC: u32 = sm100::instr_descriptor_f16_2sm(
         AccumType::F32,
         InputType::BF16,
         InputType::BF16,
         Major::K,
         Major::K,
-        BM,
+        MMA_M,
         BN,
     );
 
@@ -135,6 +147,7 @@ mod blackwell {
             ("BN", BN as u64),
             ("BK", BK as u64),
             ("THREADS", THREADS as u64),
+            ("CLUSTER_M", CLUSTER.1 as u64),
             ("A_DESC", A_DESC),
             ("B_DESC", B_DESC),
             ("IDESC", IDESC as u64),
@@ -146,17 +159,19 @@ mod blackwell {
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
-        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
+        // Each block of a pair loads half of the pair's B tile: boxes of BN / 2 rows.
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / 2, BK, TmaSwizzle::B128)?;
         // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16 bytes.
         let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BOX_ROWS, BOX_COLS)?;
-        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
-        launch_with_maps(
+        // One block per BM × BN tile; the grid's y is rounded up to whole pairs.
+        let launch = Launch::clustered(tile_config(s, BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        launch_with_maps_in(
             func,
             stream,
             &[a_map, b_map, c_map],
             ops,
             &[use_tma_store as i32],
-            config,
+            launch,
         )
     }
 }

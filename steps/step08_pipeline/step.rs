@@ -6,11 +6,14 @@
 //! to move registers from the producer to the consumers, one wgmma group kept in flight; clusters of
 //! two along M with B multicast, as in step 07.
 //!
-//! Blackwell (`sm100.cu`, assembled, not run here): see the `blackwell` module below.
+//! Blackwell (`sm100.cu`, assembled, not run here): step 07's pair and 2-SM MMA (256 × 256 per
+//! pair), warp-specialised: a producer warp fills a ring of `STAGES` = 5 slots, the leader's MMA warp
+//! empties it (full/empty mbarriers, parity waits, commits multicast to both blocks' `empty`), and
+//! four epilogue warps wait once for the last commit, then store as in step 07.
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::registry::{launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -89,39 +92,49 @@ mod hopper {
 
 const HOPPER: KernelFile = hopper::KERNEL;
 
-/// The Blackwell kernel's tile and launch (step 05's, plus the tensor map of `C`). Assembled for sm_100a
-/// by the tests; not run by this project.
+/// The Blackwell kernel's tile and launch: step 07's pair and 2-SM MMA, with a producer warp, an MMA
+/// warp and four epilogue warps around a ring of `STAGES` slots. Assembled for sm_100a by the tests;
+/// not run by this project.
 mod blackwell {
     use super::*;
     use crate::encoding::sm100::{self, AccumType, InputType};
     use crate::encoding::{Major, LBO_IGNORED};
 
-    /// Rows of `C` per block: the M of one `tcgen05.mma`, so row i of the tile is TMEM lane i.
+    /// Blocks per cluster along (x = N, y = M, z): a pair along M, the two halves of one 2-SM MMA.
+    pub const CLUSTER: (u32, u32, u32) = (1, 2, 1);
+    /// Rows of `C` per block: half the M of the 2-SM MMA, so row i of a block's half is its TMEM lane i.
     pub const BM: u32 = 128;
-    /// Columns of `C` per block: the N of the MMA, and the TMEM columns allocated (a power of two).
-    pub const BN: u32 = 128;
-    /// Depth of the K slice one TMA copy brings: 64 bf16 = one 128-byte swizzled row.
+    /// The M of one `tcgen05.mma.cta_group::2`: the pair's rows.
+    pub const MMA_M: u32 = BM * CLUSTER.1;
+    /// Columns of `C` per block (shared by the pair): the N of the MMA and the TMEM columns allocated.
+    pub const BN: u32 = 256;
+    /// Depth of one K slice (one slot of the ring): 64 bf16 = one 128-byte swizzled row.
     pub const BK: u32 = 64;
-    /// Four warps: together they reach all 128 TMEM lanes in the epilogue.
-    pub const THREADS: u32 = 128;
+    /// Warp 0 the producer, warp 1 the MMA issuer, warps 2..5 the epilogue (they reach all 128 lanes).
+    pub const THREADS: u32 = 6 * 32;
+    /// Slots in the ring: as many as fit beside the 64 KiB staging tile of `C` (seed 001 kernel 6: 5).
+    pub const STAGES: u32 = 5;
     /// A store box of `C`: one warp's 32 rows (its TMEM lanes) × 64 columns (one 128-byte swizzled row).
     pub const BOX_ROWS: u32 = 32;
     pub const BOX_COLS: u32 = 64;
-    /// A and B tiles, then the staging tile of `C` (BM × BN bf16, its own space: the tiles are not
-    /// reused), plus 1 KiB so the kernel can align all of them to 1024 bytes (its barriers are static).
-    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + BM * BN * 2;
-    /// tcgen05 descriptor templates: 128-byte swizzle, K-major; LBO is ignored for swizzled K-major
-    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    /// One slot: this block's A tile (BM × BK) and half B tile (BN/2 × BK), 32 KiB.
+    pub const SLOT_BYTES: u32 = (BM + BN / 2) * BK * 2;
+    /// The ring, then the staging tile of `C` (BM × BN bf16, 64 KiB), plus 1 KiB so the kernel can
+    /// align everything to 1024 bytes: 5 × 32 + 64 + 1 = 225 KiB (230,400 bytes). One block per SM.
+    pub const SMEM_BYTES: u32 = 1024 + STAGES * SLOT_BYTES + BM * BN * 2;
+    /// The barriers (2 × STAGES + 1) and the TMEM address word are static shared memory; leave room.
+    const _: () = assert!(SMEM_BYTES + 256 <= sm100::SMEM_PER_BLOCK_MAX);
+    /// tcgen05 descriptor templates: 128-byte swizzle, K-major (step 05's), the same in every slot.
     pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
-    /// `kind::f16` instruction descriptor: bf16 × bf16 → fp32, A and B K-major, M = BM, N = BN.
-    pub const IDESC: u32 = sm100::instr_descriptor_f16(
+    /// `kind::f16` instruction descriptor of the 2-SM MMA: bf16 × bf16 → fp32, K-major, M = 256, N = BN.
+    pub const IDESC: u32 = sm100::instr_descriptor_f16_2sm(
         AccumType::F32,
         InputType::BF16,
         InputType::BF16,
         Major::K,
         Major::K,
-        BM,
+        MMA_M,
         BN,
     );
 
@@ -135,6 +148,8 @@ mod blackwell {
             ("BN", BN as u64),
             ("BK", BK as u64),
             ("THREADS", THREADS as u64),
+            ("CLUSTER_M", CLUSTER.1 as u64),
+            ("STAGES", STAGES as u64),
             ("A_DESC", A_DESC),
             ("B_DESC", B_DESC),
             ("IDESC", IDESC as u64),
@@ -146,17 +161,19 @@ mod blackwell {
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
-        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
+        // Each block of a pair loads half of the pair's B tile: boxes of BN / 2 rows.
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / 2, BK, TmaSwizzle::B128)?;
         // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16 bytes.
         let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BOX_ROWS, BOX_COLS)?;
-        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
-        launch_with_maps(
+        // One block per BM × BN tile; the grid's y is rounded up to whole pairs.
+        let launch = Launch::clustered(tile_config(s, BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        launch_with_maps_in(
             func,
             stream,
             &[a_map, b_map, c_map],
             ops,
             &[use_tma_store as i32],
-            config,
+            launch,
         )
     }
 }

@@ -4,11 +4,14 @@
 //! 64 columns through two 8 KiB staging buffers, one TMA store in flight while the next chunk is
 //! packed. Staging shrinks from 64 KiB to 32 KiB and the ring grows from 3 stages to 4.
 //!
-//! Blackwell (`sm100.cu`, assembled, not run here): see the `blackwell` module below.
+//! Blackwell (`sm100.cu`, assembled, not run here): step 08's pair, 2-SM MMA and warp roles; each
+//! epilogue warp stores its 32 rows in 32-column chunks through two staging buffers (TMEM → registers
+//! → shared memory → TMA store, one `cp.async.bulk.wait_group.read 1` before a buffer is reused), and
+//! the 48 KiB this frees give the ring a 6th slot. The same `N % 8` fallback.
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::registry::{launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -94,39 +97,56 @@ mod hopper {
 
 const HOPPER: KernelFile = hopper::KERNEL;
 
-/// The Blackwell kernel's tile and launch (step 05's, plus the tensor map of `C`). Assembled for sm_100a
-/// by the tests; not run by this project.
+/// The Blackwell kernel's tile and launch: step 08's, with the epilogue double-buffered in 32-column
+/// chunks and the freed shared memory given to the ring. Assembled for sm_100a by the tests; not run
+/// by this project.
 mod blackwell {
     use super::*;
     use crate::encoding::sm100::{self, AccumType, InputType};
     use crate::encoding::{Major, LBO_IGNORED};
+    use crate::registry::{launch_with_maps_in, Launch};
+    use crate::tma::TensorMap;
 
-    /// Rows of `C` per block: the M of one `tcgen05.mma`, so row i of the tile is TMEM lane i.
+    /// Blocks per cluster along (x = N, y = M, z): a pair along M, the two halves of one 2-SM MMA.
+    pub const CLUSTER: (u32, u32, u32) = (1, 2, 1);
+    /// Rows of `C` per block: half the M of the 2-SM MMA, so row i of a block's half is its TMEM lane i.
     pub const BM: u32 = 128;
-    /// Columns of `C` per block: the N of the MMA, and the TMEM columns allocated (a power of two).
-    pub const BN: u32 = 128;
-    /// Depth of the K slice one TMA copy brings: 64 bf16 = one 128-byte swizzled row.
+    /// The M of one `tcgen05.mma.cta_group::2`: the pair's rows.
+    pub const MMA_M: u32 = BM * CLUSTER.1;
+    /// Columns of `C` per block (shared by the pair): the N of the MMA and the TMEM columns allocated.
+    pub const BN: u32 = 256;
+    /// Depth of one K slice (one slot of the ring): 64 bf16 = one 128-byte swizzled row.
     pub const BK: u32 = 64;
-    /// Four warps: together they reach all 128 TMEM lanes in the epilogue.
-    pub const THREADS: u32 = 128;
-    /// A store box of `C`: one warp's 32 rows (its TMEM lanes) × 64 columns (one 128-byte swizzled row).
+    /// Warp 0 the producer, warp 1 the MMA issuer, warps 2..5 the epilogue (they reach all 128 lanes).
+    pub const THREADS: u32 = 6 * 32;
+    /// Slots in the ring: step 08's 5, plus the one the smaller staging area makes room for.
+    pub const STAGES: u32 = 6;
+    /// Columns of `C` per epilogue chunk (one `tcgen05.ld … .x32`), and the store box: one warp's 32 rows
+    /// × 32 columns, 64-byte rows, unswizzled (the kernel rotates its writes to keep banks apart).
+    pub const CHUNK_COLS: u32 = 32;
     pub const BOX_ROWS: u32 = 32;
-    pub const BOX_COLS: u32 = 64;
-    /// A and B tiles, then the staging tile of `C` (BM × BN bf16, its own space: the tiles are not
-    /// reused), plus 1 KiB so the kernel can align all of them to 1024 bytes (its barriers are static).
-    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + BM * BN * 2;
-    /// tcgen05 descriptor templates: 128-byte swizzle, K-major; LBO is ignored for swizzled K-major
-    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    /// Staging buffers for `C`: two, so that one is stored while the other is filled.
+    pub const STAGING_BUFFERS: u32 = 2;
+    /// One slot: this block's A tile (BM × BK) and half B tile (BN/2 × BK), 32 KiB.
+    pub const SLOT_BYTES: u32 = (BM + BN / 2) * BK * 2;
+    /// The ring, then two staging buffers of BM × 32 bf16 (16 KiB in all, against step 08's 64 KiB),
+    /// plus 1 KiB so the kernel can align everything to 1024 bytes: 6 × 32 + 16 + 1 = 209 KiB
+    /// (214,016 bytes). A 7th slot would need 241 KiB, more than a block may have.
+    pub const SMEM_BYTES: u32 = 1024 + STAGES * SLOT_BYTES + STAGING_BUFFERS * BM * CHUNK_COLS * 2;
+    /// The barriers (2 × STAGES + 1) and the TMEM address word are static shared memory; leave room.
+    const _: () = assert!(SMEM_BYTES + 256 <= sm100::SMEM_PER_BLOCK_MAX);
+    const _: () = assert!(SMEM_BYTES + SLOT_BYTES > sm100::SMEM_PER_BLOCK_MAX);
+    /// tcgen05 descriptor templates: 128-byte swizzle, K-major (step 05's), the same in every slot.
     pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
-    /// `kind::f16` instruction descriptor: bf16 × bf16 → fp32, A and B K-major, M = BM, N = BN.
-    pub const IDESC: u32 = sm100::instr_descriptor_f16(
+    /// `kind::f16` instruction descriptor of the 2-SM MMA: bf16 × bf16 → fp32, K-major, M = 256, N = BN.
+    pub const IDESC: u32 = sm100::instr_descriptor_f16_2sm(
         AccumType::F32,
         InputType::BF16,
         InputType::BF16,
         Major::K,
         Major::K,
-        BM,
+        MMA_M,
         BN,
     );
 
@@ -140,6 +160,8 @@ mod blackwell {
             ("BN", BN as u64),
             ("BK", BK as u64),
             ("THREADS", THREADS as u64),
+            ("CLUSTER_M", CLUSTER.1 as u64),
+            ("STAGES", STAGES as u64),
             ("A_DESC", A_DESC),
             ("B_DESC", B_DESC),
             ("IDESC", IDESC as u64),
@@ -151,17 +173,26 @@ mod blackwell {
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
-        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
-        // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16 bytes.
-        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BOX_ROWS, BOX_COLS)?;
-        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
-        launch_with_maps(
+        // Each block of a pair loads half of the pair's B tile: boxes of BN / 2 rows.
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / 2, BK, TmaSwizzle::B128)?;
+        // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16
+        // bytes. The boxes are 32 × 32 and unswizzled (`tma::store_map_for_c` makes 128-byte swizzled
+        // ones, for 64-column boxes).
+        let (c_map, use_tma_store) = if s.n.is_multiple_of(8) {
+            let map = tma::matrix_2d("C", ops.c, s.m, s.n, BOX_ROWS, CHUNK_COLS, TmaSwizzle::None)?;
+            (map, true)
+        } else {
+            (TensorMap([0; 16]), false)
+        };
+        // One block per BM × BN tile; the grid's y is rounded up to whole pairs.
+        let launch = Launch::clustered(tile_config(s, BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        launch_with_maps_in(
             func,
             stream,
             &[a_map, b_map, c_map],
             ops,
             &[use_tma_store as i32],
-            config,
+            launch,
         )
     }
 }
