@@ -238,7 +238,12 @@ pub fn launch_with_maps_in(
 ///
 /// # Safety
 /// `params` must match the kernel's parameter list.
-unsafe fn launch_ex(function: &CudaFunction, stream: &CudaStream, launch: &Launch, params: &mut [*mut c_void]) -> Result<()> {
+unsafe fn launch_ex(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    launch: &Launch,
+    params: &mut [*mut c_void],
+) -> Result<()> {
     use cudarc::driver::sys;
     let (x, y, z) = launch.cluster;
     let mut attribute = sys::CUlaunchAttribute {
@@ -266,7 +271,14 @@ unsafe fn launch_ex(function: &CudaFunction, stream: &CudaStream, launch: &Launc
         .bind_to_thread()
         .map_err(Error::cuda("binding the context"))?;
     // SAFETY: the caller guarantees `params`; the config and attribute live until the call returns.
-    let status = unsafe { sys::cuLaunchKernelEx(&config, function.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) };
+    let status = unsafe {
+        sys::cuLaunchKernelEx(
+            &config,
+            function.cu_function(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
     match status {
         sys::CUresult::CUDA_SUCCESS => Ok(()),
         sys::CUresult::CUDA_ERROR_INVALID_CLUSTER_SIZE | sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {

@@ -466,6 +466,11 @@ pub fn load_file(gpu: &Gpu, file: &KernelFile) -> Result<(CudaFunction, Arch)> {
                 file.max_dynamic_smem as i32,
             )
             .map_err(Error::cuda("raising the dynamic shared-memory limit"))?;
+        // Ask for the largest shared-memory carveout (the rest of the 256 KiB is L1): the driver
+        // otherwise may pick a smaller one that fits fewer blocks per SM than the kernel plans for.
+        function
+            .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+            .map_err(Error::cuda("asking for the shared-memory carveout"))?;
     }
     Ok((function, arch))
 }

@@ -39,12 +39,12 @@ __device__ __forceinline__ u32 cluster_map_shared(const void* pointer, u32 rank)
     return address;
 }
 
-// Arrive once on `barrier` in block `rank` (this block included): `release` at cluster scope orders
-// this thread's earlier reads of shared memory before the arrival, so the owner of the barrier may
-// overwrite what they read once the phase completes.
+// Arrive once on `barrier` in block `rank` (this block included). The arriving thread has already
+// waited for the reads it is releasing (wgmma_wait), so the arrival needs no cluster-wide release
+// fence: the default semantics (release at CTA scope, as CUTLASS's ClusterBarrier::arrive) suffice, and
+// a `.release.cluster` arrival would make the thread wait for all its earlier memory operations.
 __device__ __forceinline__ void mbarrier_arrive_cluster(u64* barrier, u32 rank) {
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_map_shared(barrier, rank))
-                 : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cluster_map_shared(barrier, rank)) : "memory");
 }
 
 // ANCHOR: multicast

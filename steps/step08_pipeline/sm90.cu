@@ -13,8 +13,8 @@
 //
 // Registers: 256 accumulators a thread would not fit one warpgroup (ptxas would serialise the wgmmas),
 // so the tile is split between two consumers of 128 accumulators each. The producer needs few registers;
-// `setmaxnreg` hands its share to the consumers (40 and 232 a thread: 128·40 + 256·232 = 64,512 of
-// the SM's 65,536).
+// `setmaxnreg` hands its share to the consumers: the block starts with 168 a thread (384 · 168 =
+// 64,512), the producer keeps 48 and the consumers grow to 224 (128·48 + 256·224 = 63,488).
 //
 // Barriers, per stage: `full` (the producer's expect_tx plus the bytes of both blocks of the cluster)
 // and `empty` (one arrival from each consumer warpgroup of each block of the cluster). Every waiter
@@ -79,7 +79,8 @@ static_assert(PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * 128 * CONSUMERS <=
 
 // ANCHOR: kernel
 // __launch_bounds__(384, 1): one block per SM; the cap it implies (65536 / 384 = 170, so 168
-// registers a thread at entry) is what setmaxnreg redistributes.
+// registers a thread at entry) is what setmaxnreg redistributes. With fewer than 48 the producer
+// spills in step 09 (values computed before the roles split stay live in both).
 extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_constant__ TensorMap a_map,
                                                               const __grid_constant__ TensorMap b_map,
                                                               const __grid_constant__ TensorMap c_map,

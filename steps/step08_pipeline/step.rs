@@ -33,9 +33,9 @@ mod hopper {
     /// Tiles of A and B in the ring (48 KiB each).
     pub const STAGES: u32 = 3;
     /// Registers a thread after `setmaxnreg`: the producer gives back, the consumers take
-    /// (128 · 40 + 256 · 232 = 64,512 of 65,536).
-    pub const PRODUCER_REGISTERS: u32 = 40;
-    pub const CONSUMER_REGISTERS: u32 = 232;
+    /// (128 · 48 + 256 · 224 = 63,488 of the 64,512 the block starts with: 384 threads × 168).
+    pub const PRODUCER_REGISTERS: u32 = 48;
+    pub const CONSUMER_REGISTERS: u32 = 224;
     // ANCHOR_END: ring
     /// Blocks per cluster along M, sharing every B tile (step 07's).
     pub const CLUSTER_M: u32 = 2;

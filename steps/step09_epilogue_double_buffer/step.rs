@@ -1,9 +1,8 @@
-//! Step 06 · tma_store: what this step launches and how.
+//! Step 09 · epilogue_double_buffer: what this step launches and how.
 //!
-//! Hopper (`sm90.cu`): step 05's tile and main loop; the epilogue stages the 128×128 tile of `C` in
-//! shared memory (128-byte swizzle, boxes of 128 rows × 64 columns) and stores it with the TMA. A
-//! TMA store needs `N % 8 == 0` (rows of `C` 16-byte aligned); otherwise the kernel is told to store
-//! directly, as step 05 does, and gets a tensor map it never reads.
+//! Hopper (`sm90.cu`): step 08's kernel; each consumer stores its 64×256 part of `C` in four chunks of
+//! 64 columns through two 8 KiB staging buffers, one TMA store in flight while the next chunk is
+//! packed. Staging shrinks from 64 KiB to 32 KiB and the ring grows from 3 stages to 4.
 //!
 //! Blackwell (`sm100.cu`, assembled, not run here): step 08's pair, 2-SM MMA and warp roles; each
 //! epilogue warp stores its 32 rows in 32-column chunks through two staging buffers (TMEM → registers
@@ -12,31 +11,50 @@
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, tile_config, GemmOperands, KernelFile, Step, Targets};
+use crate::registry::{launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
-/// The Hopper kernel's tile and launch (step 05's).
+/// The Hopper kernel's tile, roles and launch (step 08's, with a chunked epilogue and a deeper ring).
 mod hopper {
     use super::*;
 
-    /// Rows of `C` per block: two wgmma tiles of 64 rows, computed by one warpgroup.
+    /// Rows of `C` per block: two consumer warpgroups of 64 rows.
     pub const BM: u32 = 128;
-    /// Columns of `C` per block: one `wgmma … m64n128k16` covers them.
-    pub const BN: u32 = 128;
+    /// Columns of `C` per block: one `wgmma … m64n256k16` covers them.
+    pub const BN: u32 = 256;
     /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
     pub const BK: u32 = 64;
-    /// One warpgroup.
-    pub const THREADS: u32 = 128;
-    /// Blocks per SM the register budget is planned for (`__launch_bounds__`).
-    pub const BLOCKS_PER_SM: u32 = 3;
-    /// A store box of `C`: 64 columns, one 128-byte swizzled row.
+    /// A producer warpgroup and two consumer warpgroups.
+    pub const THREADS: u32 = 3 * 128;
+    // ANCHOR: ring
+    /// Tiles of A and B in the ring (48 KiB each): one more than step 08, paid for by the smaller
+    /// staging of `C`.
+    pub const STAGES: u32 = 4;
+    /// Registers a thread after `setmaxnreg`: the producer gives back, the consumers take
+    /// (128 · 48 + 256 · 224 = 63,488 of the 64,512 the block starts with: 384 threads × 168).
+    pub const PRODUCER_REGISTERS: u32 = 48;
+    pub const CONSUMER_REGISTERS: u32 = 224;
+    // ANCHOR_END: ring
+    /// Blocks per cluster along M, sharing every B tile (step 07's).
+    pub const CLUSTER_M: u32 = 2;
+    pub const CLUSTER: (u32, u32, u32) = (1, CLUSTER_M, 1);
+    /// A store box of `C`, and a chunk of the epilogue: one consumer's 64 rows × 64 columns, one
+    /// 128-byte swizzled row (8 KiB).
+    pub const C_BOX_ROWS: u32 = 64;
     pub const C_BOX_COLS: u32 = 64;
-    /// A and B tiles, then the mbarrier; plus 1 KiB so the kernel can align the tiles to 1024 bytes.
-    /// The staging tile of `C` (128 × 128 bf16 = 32 KiB) reuses the A and B tiles.
-    pub const SMEM_BYTES: u32 = 1024 + (BM + BN) * BK * 2 + 8;
-    /// wgmma descriptor templates: 128-byte swizzle, K-major; LBO is unused for swizzled K-major
-    /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
+    /// Staging buffers per consumer warpgroup: one is filled while the TMA reads the other.
+    pub const C_BUFFERS: u32 = 2;
+    /// Consumer warpgroups (each has its own buffers).
+    pub const CONSUMERS: u32 = 2;
+    // ANCHOR: smem
+    /// STAGES × (A tile 16 KiB + B tile 32 KiB), the staging buffers of `C` (2 consumers × 2 × 8 KiB =
+    /// 32 KiB), two barriers per stage, and 1 KiB to align the tiles: 4 · 48 + 32 + 1 = 225 KiB of the
+    /// 227 a block may have.
+    pub const SMEM_BYTES: u32 =
+        1024 + STAGES * (BM + BN) * BK * 2 + CONSUMERS * C_BUFFERS * C_BOX_ROWS * C_BOX_COLS * 2 + 2 * STAGES * 8;
+    // ANCHOR_END: smem
+    /// wgmma descriptor templates: 128-byte swizzle, K-major; SBO = 8 rows × 128 bytes.
     pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
 
@@ -49,7 +67,10 @@ mod hopper {
             ("BM", BM as u64),
             ("BN", BN as u64),
             ("BK", BK as u64),
-            ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+            ("STAGES", STAGES as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
+            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
+            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
             ("A_DESC", A_DESC),
             ("B_DESC", B_DESC),
         ],
@@ -60,19 +81,16 @@ mod hopper {
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
-        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN, BK, TmaSwizzle::B128)?;
-        // ANCHOR: c_map
-        // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16 bytes.
-        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, BM, C_BOX_COLS)?;
-        // ANCHOR_END: c_map
-        let config = tile_config(s, BM, BN, THREADS, SMEM_BYTES);
-        launch_with_maps(
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
+        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
+        let launch = Launch::clustered(tile_config(s, BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        launch_with_maps_in(
             func,
             stream,
             &[a_map, b_map, c_map],
             ops,
             &[use_tma_store as i32],
-            config,
+            launch,
         )
     }
 }
@@ -184,7 +202,7 @@ const BLACKWELL: KernelFile = blackwell::KERNEL;
 pub const STEP: Step = Step {
     id: 9,
     name: "epilogue_double_buffer",
-    title: "TMA store: the tile of C is staged in shared memory (swizzled) and written out by the TMA",
+    title: "Double-buffered epilogue: C leaves in 64-column chunks through two staging buffers; the freed memory deepens the ring",
     predecessor: Some(8),
     kernels: &[HOPPER, BLACKWELL],
 };
