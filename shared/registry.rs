@@ -233,6 +233,46 @@ pub fn launch_with_maps_in(
     unsafe { launch_ex(function, stream, &launch, &mut params) }
 }
 
+/// How many clusters of `launch`'s shape and resources can be resident on the GPU at once
+/// (`cuOccupancyMaxActiveClusters`): the grid a persistent kernel wants. The driver answers for the
+/// function's shared memory and registers and the GPU's layout of SMs into clusters.
+pub fn max_active_clusters(function: &CudaFunction, stream: &CudaStream, launch: &Launch) -> Result<u32> {
+    use cudarc::driver::sys;
+    let (x, y, z) = launch.cluster;
+    let mut attribute = sys::CUlaunchAttribute {
+        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        pad: [0; 4],
+        value: sys::CUlaunchAttributeValue {
+            clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
+        },
+    };
+    let c = &launch.config;
+    let config = sys::CUlaunchConfig {
+        gridDimX: c.grid_dim.0,
+        gridDimY: c.grid_dim.1,
+        gridDimZ: c.grid_dim.2,
+        blockDimX: c.block_dim.0,
+        blockDimY: c.block_dim.1,
+        blockDimZ: c.block_dim.2,
+        sharedMemBytes: c.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attribute,
+        numAttrs: 1,
+    };
+    let mut clusters: std::ffi::c_int = 0;
+    // SAFETY: `config` and its attribute live until the call returns; the function is loaded.
+    unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, function.cu_function(), &config) }
+        .result()
+        .map_err(Error::cuda("asking how many clusters fit on the GPU"))?;
+    if clusters < 1 {
+        return Err(Error::Other(format!(
+            "this GPU cannot hold one cluster of {x}×{y}×{z} blocks of {} threads with {} bytes of shared memory",
+            c.block_dim.0, c.shared_mem_bytes
+        )));
+    }
+    Ok(clusters as u32)
+}
+
 /// `cuLaunchKernelEx` with the cluster-dimension attribute. A device or kernel that cannot run a
 /// cluster of this size answers with an error, turned into one line that says so.
 ///

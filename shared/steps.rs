@@ -22,6 +22,8 @@ pub mod step07_multicast;
 pub mod step08_pipeline;
 #[path = "../steps/step09_epilogue_double_buffer/step.rs"]
 pub mod step09_epilogue_double_buffer;
+#[path = "../steps/step10_persistent/step.rs"]
+pub mod step10_persistent;
 
 /// The ladder, bottom rung first.
 pub static ALL: &[&Step] = &[
@@ -34,6 +36,7 @@ pub static ALL: &[&Step] = &[
     &step07_multicast::STEP,
     &step08_pipeline::STEP,
     &step09_epilogue_double_buffer::STEP,
+    &step10_persistent::STEP,
 ];
 
 /// Step `id`, or a clear refusal.

@@ -1,0 +1,6 @@
+//! `cargo run --release --bin step10`: compile this step's kernel, verify it against step
+//! 09 and cuBLAS, time it, and record the result. What it launches and how is in `step.rs`.
+
+fn main() -> std::process::ExitCode {
+    gemm_ladder::error::exit_with(gemm_ladder::cli::step_main(9))
+}

@@ -1,0 +1,225 @@
+//! Step 10 · persistent: what this step launches and how.
+//!
+//! Hopper (`sm90.cu`): step 09's kernel, persistent: the grid is as many clusters as fit on the GPU at
+//! once (the driver is asked), each cluster walks its tiles in a grouped order (`GROUP_M` tile rows
+//! at a time), and the producer runs ahead into the next tile while the consumers store the last.
+//!
+//! Blackwell (`sm100.cu`, assembled, not run here): see the `blackwell` module below.
+
+use crate::encoding::{sm90, SmemSwizzle};
+use crate::error::Result;
+use crate::registry::{launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::tma::{self, TmaSwizzle};
+use cudarc::driver::{CudaFunction, CudaStream};
+
+/// The Hopper kernel's tile, roles, schedule and launch (step 09's kernel, made persistent).
+mod hopper {
+    use super::*;
+    use crate::problem::Shape;
+    use crate::registry::max_active_clusters;
+    use std::sync::OnceLock;
+
+    /// Rows of `C` per block: two consumer warpgroups of 64 rows.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: one `wgmma … m64n256k16` covers them.
+    pub const BN: u32 = 256;
+    /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// A producer warpgroup and two consumer warpgroups.
+    pub const THREADS: u32 = 3 * 128;
+    /// Tiles of A and B in the ring (48 KiB each), as in step 09.
+    pub const STAGES: u32 = 4;
+    /// Registers a thread after `setmaxnreg`, as in step 09.
+    pub const PRODUCER_REGISTERS: u32 = 48;
+    pub const CONSUMER_REGISTERS: u32 = 224;
+    /// Blocks per cluster along M, sharing every B tile. The grid is one row of clusters.
+    pub const CLUSTER_M: u32 = 2;
+    pub const CLUSTER: (u32, u32, u32) = (CLUSTER_M, 1, 1);
+    // ANCHOR: group
+    /// Tile rows per group of the tile order: inside a group the tiles run down M first, so the
+    /// clusters working at the same moment share rows of A and columns of B in L2.
+    pub const GROUP_M: u32 = 8;
+    // ANCHOR_END: group
+    /// A store box of `C`, and a chunk of the epilogue: one consumer's 64 rows × 64 columns.
+    pub const C_BOX_ROWS: u32 = 64;
+    pub const C_BOX_COLS: u32 = 64;
+    /// Staging buffers per consumer warpgroup, and consumer warpgroups.
+    pub const C_BUFFERS: u32 = 2;
+    pub const CONSUMERS: u32 = 2;
+    /// Step 09's budget: 4 · 48 + 32 + 1 = 225 KiB.
+    pub const SMEM_BYTES: u32 =
+        1024 + STAGES * (BM + BN) * BK * 2 + CONSUMERS * C_BUFFERS * C_BOX_ROWS * C_BOX_COLS * 2 + 2 * STAGES * 8;
+    /// wgmma descriptor templates: 128-byte swizzle, K-major; SBO = 8 rows × 128 bytes.
+    pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step10_persistent/sm90.cu",
+        source: include_str!("sm90.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("STAGES", STAGES as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
+            ("GROUP_M", GROUP_M as u64),
+            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
+            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    // ANCHOR: grid
+    /// One cluster per place on the GPU, or one per tile when there are fewer tiles: the driver says
+    /// how many clusters of this kernel fit at once (asked once; the GPU does not change).
+    fn persistent_launch(func: &CudaFunction, stream: &CudaStream, s: Shape) -> Result<Launch> {
+        static FIT: OnceLock<u32> = OnceLock::new();
+        let one = Launch::clustered(tile_config(Shape::new(1, 1, 8), BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        let fit = match FIT.get() {
+            Some(&fit) => fit,
+            None => {
+                let fit = max_active_clusters(func, stream, &one)?;
+                *FIT.get_or_init(|| fit)
+            }
+        };
+        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
+        let clusters = fit.min(tiles as u32);
+        let mut config = one.config;
+        config.grid_dim = (clusters * CLUSTER_M, 1, 1);
+        Ok(Launch::clustered(config, CLUSTER))
+    }
+    // ANCHOR_END: grid
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
+        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
+        let launch = persistent_launch(func, stream, s)?;
+        launch_with_maps_in(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            launch,
+        )
+    }
+}
+
+const HOPPER: KernelFile = hopper::KERNEL;
+
+/// The Blackwell kernel's tile and launch: step 08's, with the epilogue double-buffered in 32-column
+/// chunks and the freed shared memory given to the ring. Assembled for sm_100a by the tests; not run
+/// by this project.
+mod blackwell {
+    use super::*;
+    use crate::encoding::sm100::{self, AccumType, InputType};
+    use crate::encoding::{Major, LBO_IGNORED};
+    use crate::registry::{launch_with_maps_in, Launch};
+    use crate::tma::TensorMap;
+
+    /// Blocks per cluster along (x = N, y = M, z): a pair along M, the two halves of one 2-SM MMA.
+    pub const CLUSTER: (u32, u32, u32) = (1, 2, 1);
+    /// Rows of `C` per block: half the M of the 2-SM MMA, so row i of a block's half is its TMEM lane i.
+    pub const BM: u32 = 128;
+    /// The M of one `tcgen05.mma.cta_group::2`: the pair's rows.
+    pub const MMA_M: u32 = BM * CLUSTER.1;
+    /// Columns of `C` per block (shared by the pair): the N of the MMA and the TMEM columns allocated.
+    pub const BN: u32 = 256;
+    /// Depth of one K slice (one slot of the ring): 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// Warp 0 the producer, warp 1 the MMA issuer, warps 2..5 the epilogue (they reach all 128 lanes).
+    pub const THREADS: u32 = 6 * 32;
+    /// Slots in the ring: step 08's 5, plus the one the smaller staging area makes room for.
+    pub const STAGES: u32 = 6;
+    /// Columns of `C` per epilogue chunk (one `tcgen05.ld … .x32`), and the store box: one warp's 32 rows
+    /// × 32 columns, 64-byte rows, unswizzled (the kernel rotates its writes to keep banks apart).
+    pub const CHUNK_COLS: u32 = 32;
+    pub const BOX_ROWS: u32 = 32;
+    /// Staging buffers for `C`: two, so that one is stored while the other is filled.
+    pub const STAGING_BUFFERS: u32 = 2;
+    /// One slot: this block's A tile (BM × BK) and half B tile (BN/2 × BK), 32 KiB.
+    pub const SLOT_BYTES: u32 = (BM + BN / 2) * BK * 2;
+    /// The ring, then two staging buffers of BM × 32 bf16 (16 KiB in all, against step 08's 64 KiB),
+    /// plus 1 KiB so the kernel can align everything to 1024 bytes: 6 × 32 + 16 + 1 = 209 KiB
+    /// (214,016 bytes). A 7th slot would need 241 KiB, more than a block may have.
+    pub const SMEM_BYTES: u32 = 1024 + STAGES * SLOT_BYTES + STAGING_BUFFERS * BM * CHUNK_COLS * 2;
+    /// The barriers (2 × STAGES + 1) and the TMEM address word are static shared memory; leave room.
+    const _: () = assert!(SMEM_BYTES + 256 <= sm100::SMEM_PER_BLOCK_MAX);
+    const _: () = assert!(SMEM_BYTES + SLOT_BYTES > sm100::SMEM_PER_BLOCK_MAX);
+    /// tcgen05 descriptor templates: 128-byte swizzle, K-major (step 05's), the same in every slot.
+    pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
+    /// `kind::f16` instruction descriptor of the 2-SM MMA: bf16 × bf16 → fp32, K-major, M = 256, N = BN.
+    pub const IDESC: u32 = sm100::instr_descriptor_f16_2sm(
+        AccumType::F32,
+        InputType::BF16,
+        InputType::BF16,
+        Major::K,
+        Major::K,
+        MMA_M,
+        BN,
+    );
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step10_persistent/sm100.cu",
+        source: include_str!("sm100.cu"),
+        targets: Targets::Blackwell,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("THREADS", THREADS as u64),
+            ("CLUSTER_M", CLUSTER.1 as u64),
+            ("STAGES", STAGES as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+            ("IDESC", IDESC as u64),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        // Each block of a pair loads half of the pair's B tile: boxes of BN / 2 rows.
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / 2, BK, TmaSwizzle::B128)?;
+        // A TMA store writes whole 16-byte pieces of a row: C's row stride must be a multiple of 16
+        // bytes. The boxes are 32 × 32 and unswizzled (`tma::store_map_for_c` makes 128-byte swizzled
+        // ones, for 64-column boxes).
+        let (c_map, use_tma_store) = if s.n.is_multiple_of(8) {
+            let map = tma::matrix_2d("C", ops.c, s.m, s.n, BOX_ROWS, CHUNK_COLS, TmaSwizzle::None)?;
+            (map, true)
+        } else {
+            (TensorMap([0; 16]), false)
+        };
+        // One block per BM × BN tile; the grid's y is rounded up to whole pairs.
+        let launch = Launch::clustered(tile_config(s, BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        launch_with_maps_in(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            launch,
+        )
+    }
+}
+
+const BLACKWELL: KernelFile = blackwell::KERNEL;
+
+pub const STEP: Step = Step {
+    id: 10,
+    name: "persistent",
+    title: "Persistent: one cluster per place on the GPU walks its tiles in a grouped order; the producer runs ahead into the next tile",
+    predecessor: Some(9),
+    kernels: &[HOPPER, BLACKWELL],
+};
