@@ -104,7 +104,6 @@ mod blackwell {
     use super::*;
     use crate::encoding::sm100::{self, AccumType, InputType};
     use crate::encoding::{Major, LBO_IGNORED};
-    use crate::registry::{launch_with_maps_in, Launch};
     use crate::tma::TensorMap;
 
     /// Blocks per cluster along (x = N, y = M, z): a pair along M, the two halves of one 2-SM MMA.
