@@ -77,6 +77,19 @@ fn the_planted_bug_kernels_compile_too() {
     }
 }
 
+/// Steps 08–10's Hopper kernels with each planted pipeline bug (tests/kernels/pipeline_bugs.rs)
+/// compile and assemble for sm_90a, with no warnings or spills: the hang test runs real kernels.
+#[test]
+fn the_planted_pipeline_bugs_compile_too() {
+    if !common::nvrtc_or_skip("planted_pipeline_bugs_compile") {
+        return;
+    }
+    for (_, _, file) in common::pipeline_bugs::all_planted() {
+        assert_eq!(file.targets, Targets::Hopper);
+        compile_and_assemble(&file, Arch::SM90A);
+    }
+}
+
 #[test]
 fn a_compile_error_names_the_file_and_line() {
     if !common::nvrtc_or_skip("compile_error_names_file_and_line") {

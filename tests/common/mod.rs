@@ -6,6 +6,9 @@ use gemm_ladder::libs;
 use gemm_ladder::registry::{KernelFile, Targets};
 use gemm_ladder::steps;
 
+#[path = "../kernels/pipeline_bugs.rs"]
+pub mod pipeline_bugs;
+
 /// True when NVRTC can be loaded. Without it the test is skipped, unless GEMM_LADDER_REQUIRE_NVRTC
 /// is set (CI sets it), in which case a missing NVRTC fails the test.
 pub fn nvrtc_or_skip(test: &str) -> bool {

@@ -1,0 +1,165 @@
+//! Planted pipeline bugs in the warp-specialised Hopper kernels (steps 08–10; the bugs are in
+//! tests/kernels/pipeline_bugs.rs). Without a GPU: every bug still plants into the current kernels,
+//! at exactly one place. On a Hopper GPU: the unmodified kernels finish and pass at the test's shape,
+//! and every planted kernel, launched the same way, hangs and is reported as hung with exit code 3
+//! (each in a child process: this test binary, re-run).
+
+mod common;
+
+use common::pipeline_bugs::{self, PipelineBug};
+use gemm_ladder::problem::Shape;
+use gemm_ladder::registry::{KernelFile, Step, Targets};
+use gemm_ladder::session::{self, Session};
+use gemm_ladder::verify::{self, Bounds, Reference};
+use std::sync::Mutex;
+
+/// One GPU test at a time: they share the device.
+static GPU: Mutex<()> = Mutex::new(());
+
+/// One cluster of two 128-row tiles, one 256-column tile, and 8 K tiles of 64: more than once round
+/// every ring (step 08 has 3 stages, steps 09 and 10 have 4), so a stage nobody releases is waited for.
+const SHAPE: Shape = Shape::new(256, 256, 512);
+
+/// The hang deadline in the child processes.
+const HANG_SECONDS: &str = "2";
+
+/// Set in a child process to `step08:wrong_empty_parity` and so on: run that planted kernel.
+const CHILD: &str = "GEMM_LADDER_PIPELINE_BUG";
+
+const HANG_TEST: &str = "every_planted_pipeline_bug_is_reported_as_hung";
+
+fn child_key(step: &Step, bug: &PipelineBug) -> String {
+    format!("{}:{}", step.binary(), bug.name)
+}
+
+/// What the harness calls the planted kernel's run, so the hung message names it.
+fn what(step: &Step, bug: &PipelineBug) -> String {
+    format!("{} with the planted bug {}", step.binary(), bug.name)
+}
+
+fn define(file: &KernelFile, name: &str) -> u64 {
+    file.defines
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("{} has no define {name}", file.path))
+        .1
+}
+
+#[test]
+fn every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels() {
+    let mut planted = 0;
+    for (step, bug, file) in pipeline_bugs::all_planted() {
+        let real = pipeline_bugs::hopper_kernel(step);
+        assert_eq!(real.targets, Targets::Hopper);
+        // One edit, nothing else: the planted text is the real text with `find` swapped for `replace`.
+        assert_eq!(file.source.matches(bug.replace).count(), 1, "{}", file.path);
+        assert!(!file.source.contains(bug.find), "{}", file.path);
+        assert_eq!(
+            file.source.len() + bug.find.len(),
+            real.source.len() + bug.replace.len(),
+            "{}",
+            file.path
+        );
+        let at = real.source.find(bug.find).expect("planted() checked it");
+        assert_eq!(real.source[..at], file.source[..at], "{}", file.path);
+        assert_eq!(
+            real.source[at + bug.find.len()..],
+            file.source[at + bug.replace.len()..],
+            "{}",
+            file.path
+        );
+        // Compiled and launched exactly as the step's kernel.
+        assert_eq!(
+            (file.targets, file.entry, file.defines, file.max_dynamic_smem),
+            (real.targets, real.entry, real.defines, real.max_dynamic_smem)
+        );
+        // The bugs that leave a stage unreleased hang only once the ring has gone round.
+        let k_tiles = SHAPE.k as u64 / define(real, "BK");
+        assert!(
+            k_tiles > define(real, "STAGES"),
+            "{}: {SHAPE} has {k_tiles} K tiles, not more than the ring's stages",
+            real.path
+        );
+        // And the shape is one whole cluster along M, one tile along N.
+        assert_eq!(SHAPE.m as u64, define(real, "BM") * define(real, "CLUSTER_M"));
+        assert_eq!(SHAPE.n as u64, define(real, "BN"));
+        planted += 1;
+    }
+    assert_eq!(planted, pipeline_bugs::steps().len() * pipeline_bugs::BUGS.len());
+}
+
+/// The child's half: launch one planted kernel; the harness must end this process with code 3.
+fn run_planted_kernel(key: &str) {
+    let (step, bug, file) = pipeline_bugs::all_planted()
+        .into_iter()
+        .find(|(step, bug, _)| child_key(step, bug) == key)
+        .unwrap_or_else(|| panic!("no planted bug {key}"));
+    let gpu = common::gpu_or_skip(key).expect("the parent found a GPU");
+    let mut session = Session::new(gpu, SHAPE, 11).unwrap_or_else(|e| panic!("{e}"));
+    let (function, _) = session::load_file(&session.gpu, &file).unwrap_or_else(|e| panic!("{e}"));
+    let outcome = session.run_function(&function, file.launch, &what(step, bug));
+    panic!("{} came back: {:?}", what(step, bug), outcome.map(|_| ()));
+}
+
+/// On a Hopper GPU: steps 08–10's kernels, unmodified, finish and pass at [`SHAPE`]; each
+/// with a planted pipeline bug, launched the same way, never finishes, and the harness ends the
+/// process with the hung message and exit code 3 after `GEMM_LADDER_HANG_SECONDS`.
+#[test]
+fn every_planted_pipeline_bug_is_reported_as_hung() {
+    if let Ok(key) = std::env::var(CHILD) {
+        run_planted_kernel(&key);
+        return;
+    }
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu_or_skip("planted_pipeline_bugs_hang") else {
+        return;
+    };
+    if !Targets::Hopper.serves(gpu.major, gpu.minor) {
+        eprintln!(
+            "planted_pipeline_bugs_hang: skipped ({} is not a Hopper GPU)",
+            gpu.info.name
+        );
+        return;
+    }
+    // The control: the same kernels without the bugs, same shape, inputs and launch, come back right.
+    let mut session = Session::new(gpu, SHAPE, 11).unwrap_or_else(|e| panic!("{e}"));
+    let reference = Reference::Bf16(session.cublas_output().unwrap_or_else(|e| panic!("{e}")).to_vec());
+    for step in pipeline_bugs::steps() {
+        let real = pipeline_bugs::hopper_kernel(step);
+        let (function, _) = session::load_file(&session.gpu, real).unwrap_or_else(|e| panic!("{e}"));
+        let out = session
+            .run_function(&function, real.launch, &step.binary())
+            .unwrap_or_else(|e| panic!("{}: {e}", step.binary()));
+        let check = verify::compare("cuBLAS bf16", &out, &reference, SHAPE, &Bounds::gpu_vs_gpu());
+        assert!(
+            check.passed,
+            "{} unmodified failed at {SHAPE}: {check:?}",
+            step.binary()
+        );
+    }
+    drop(session);
+
+    for (step, bug, _) in pipeline_bugs::all_planted() {
+        let run = std::process::Command::new(std::env::current_exe().expect("test binary path"))
+            .args(["--exact", HANG_TEST, "--test-threads=1", "--nocapture"])
+            .env(CHILD, child_key(step, bug))
+            .env("GEMM_LADDER_HANG_SECONDS", HANG_SECONDS)
+            .output()
+            .expect("running the child test");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let expected = format!(
+            "{} did not finish within {HANG_SECONDS} s: reported as hung",
+            what(step, bug)
+        );
+        assert_eq!(
+            run.status.code(),
+            Some(3),
+            "{}: child exit {:?} (the bug: {}), stderr:\n{stderr}",
+            child_key(step, bug),
+            run.status,
+            bug.why
+        );
+        assert!(stderr.contains(&expected), "{}: {stderr}", child_key(step, bug));
+        println!("{}: reported as hung, exit code 3", child_key(step, bug));
+    }
+}
