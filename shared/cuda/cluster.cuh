@@ -22,6 +22,7 @@ __device__ __forceinline__ u32 cluster_ctarank() {
     return rank;
 }
 
+// ANCHOR: cluster_sync
 // Every thread of every block in the cluster arrives, then waits for all of them. `release` /
 // `acquire` make this block's earlier shared-memory writes (barrier initialisation included) visible
 // to the peers after the wait.
@@ -31,6 +32,7 @@ __device__ __forceinline__ void cluster_sync() {
         "barrier.cluster.wait.acquire.aligned;\n" ::
             : "memory");
 }
+// ANCHOR_END: cluster_sync
 
 // The shared::cluster address of `pointer`'s variable in block `rank` of the cluster.
 __device__ __forceinline__ u32 cluster_map_shared(const void* pointer, u32 rank) {
@@ -39,6 +41,7 @@ __device__ __forceinline__ u32 cluster_map_shared(const void* pointer, u32 rank)
     return address;
 }
 
+// ANCHOR: arrive_cluster
 // Arrive once on `barrier` in block `rank` (this block included). The arriving thread has already
 // waited for the reads it is releasing (wgmma_wait), so the arrival needs no cluster-wide release
 // fence: the default semantics (release at CTA scope, as CUTLASS's ClusterBarrier::arrive) suffice, and
@@ -46,6 +49,7 @@ __device__ __forceinline__ u32 cluster_map_shared(const void* pointer, u32 rank)
 __device__ __forceinline__ void mbarrier_arrive_cluster(u64* barrier, u32 rank) {
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cluster_map_shared(barrier, rank)) : "memory");
 }
+// ANCHOR_END: arrive_cluster
 
 // ANCHOR: multicast
 // Load the box at (x, y) once from global memory and write it into every block of `cta_mask` (bit r:
@@ -101,6 +105,7 @@ __device__ __forceinline__ void tmem_dealloc_2sm(u32 address) {
     asm volatile("tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;" ::"r"(address), "r"(Columns) : "memory");
 }
 
+// ANCHOR: umma_2sm
 // D (+)= A · Bᵀ over the pair, one MMA of the shape in `idesc` (kind::f16; shared/encoding.rs
 // `sm100::instr_descriptor_f16_2sm`: M = 128 or 256, N a multiple of 16 up to 256). Issued by ONE
 // thread of the leader. The descriptors and `d_tmem` name this block's shared memory and TMEM; the
@@ -129,7 +134,9 @@ __device__ __forceinline__ void umma_commit_2sm_multicast(u64* barrier, u16 cta_
         "h"(cta_mask)
         : "memory");
 }
+// ANCHOR_END: umma_2sm
 
+// ANCHOR: tma_2sm
 // Load the box at (x, y) into THIS block's shared memory at `destination`, and count its bytes on
 // the barrier at shared::cluster address `pair_barrier`, which may be the peer's (cluster_map_shared
 // of the leader's barrier): with `.cta_group::2` the barrier may live in either block of the pair.
@@ -142,3 +149,4 @@ __device__ __forceinline__ void tma_load_2d_2sm(void* destination, const TensorM
         "l"(map), "r"(pair_barrier), "r"(x), "r"(y)
         : "memory");
 }
+// ANCHOR_END: tma_2sm

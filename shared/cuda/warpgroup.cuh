@@ -7,6 +7,7 @@
 #pragma once
 #include "common.cuh"
 
+// ANCHOR: setmaxnreg
 // Give back registers: this warpgroup continues with at most `Count` registers a thread (a multiple of
 // 8 in 24 .. 256). Every thread of the warpgroup executes it. The kernel must have a register limit at
 // entry (`__launch_bounds__(threads, 1)`), or ptxas ignores the instruction (warning C7508).
@@ -23,6 +24,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
     static_assert(Count % 8 == 0 && Count >= 24 && Count <= 256, "setmaxnreg takes a multiple of 8 in 24..256");
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(Count));
 }
+// ANCHOR_END: setmaxnreg
 
 // Barrier `id` (1 .. 15; 0 is __syncthreads') for `threads` threads (a multiple of 32): only the warps
 // that take part wait, so one warpgroup can synchronise while the others run on.

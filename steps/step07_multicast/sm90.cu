@@ -147,6 +147,7 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const 
     // The block's BM×BN tile of C: HALVES wgmma tiles of 64×BN, BN/2 fp32 per thread each.
     float acc[HALVES][BN / 2];
 
+    // ANCHOR: ring
     const int k_tiles = (K + BK - 1) / BK;
     if (tid == 0) {
         for (int t = 0; t < STAGES && t < k_tiles; ++t) load_stage(t, t);
@@ -157,6 +158,7 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const 
         const int stage = t % STAGES;
         const u32 parity = (t / STAGES) & 1;
         mbarrier_wait(&full[stage], parity);
+        // ANCHOR_END: ring
 
         // ANCHOR: mma
         // Step 06's batch: BK/16 slices × HALVES wgmmas, then wait for all of them.

@@ -42,9 +42,11 @@ mod hopper {
     // ANCHOR_END: cluster
     /// A store box of `C`: 64 columns, one 128-byte swizzled row.
     pub const C_BOX_COLS: u32 = 64;
+    // ANCHOR: smem
     /// STAGES × (A tile, B tile), then a full and an empty barrier per stage; plus 1 KiB so the kernel can
     /// align the tiles to 1024 bytes. The staging tile of `C` (32 KiB) reuses the first stage.
     pub const SMEM_BYTES: u32 = 1024 + STAGES * (BM + BN) * BK * 2 + 2 * STAGES * 8;
+    // ANCHOR_END: smem
     /// wgmma descriptor templates: 128-byte swizzle, K-major; LBO is unused for swizzled K-major
     /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes.
     pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
@@ -116,10 +118,12 @@ mod blackwell {
     /// A store box of `C`: one warp's 32 rows (its TMEM lanes) × 64 columns (one 128-byte swizzled row).
     pub const BOX_ROWS: u32 = 32;
     pub const BOX_COLS: u32 = 64;
+    // ANCHOR: blackwell_smem
     /// The A tile (BM × BK), this block's half of the B tile (BN/2 × BK), then the staging tile of
     /// `C` (BM × BN bf16), plus 1 KiB so the kernel can align all of them to 1024 bytes:
     /// 1 + 16 + 16 + 64 = 97 KiB. Two blocks fit on an SM, and 2 × 256 TMEM columns = 512: all of it.
     pub const SMEM_BYTES: u32 = 1024 + (BM + BN / 2) * BK * 2 + BM * BN * 2;
+    // ANCHOR_END: blackwell_smem
     /// tcgen05 descriptor templates: 128-byte swizzle, K-major; LBO is ignored for swizzled K-major
     /// layouts (16 bytes, the value 1, by convention); SBO = 8 rows × 128 bytes. The same for both
     /// blocks: the MMA reads the peer's half at the same offset.

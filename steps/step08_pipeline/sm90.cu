@@ -136,9 +136,11 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         }
         // ANCHOR_END: producer
     } else {
+        // ANCHOR: consumer_role
         setmaxnreg_inc<CONSUMER_REGISTERS>();
         const int consumer = warpgroup - 1;       // rows 64·consumer .. of the tile
         const int ctid = tid - 128 * warpgroup;   // thread within the consumer warpgroup
+        // ANCHOR_END: consumer_role
 
         // ANCHOR: descriptors
         // As in step 06, for this consumer's 64 rows of A and all 256 rows of B.

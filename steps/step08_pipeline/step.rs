@@ -112,6 +112,7 @@ mod blackwell {
     pub const BK: u32 = 64;
     /// Warp 0 the producer, warp 1 the MMA issuer, warps 2..5 the epilogue (they reach all 128 lanes).
     pub const THREADS: u32 = 6 * 32;
+    // ANCHOR: blackwell_smem
     /// Slots in the ring: as many as fit beside the 64 KiB staging tile of `C` (seed 001 kernel 6: 5).
     pub const STAGES: u32 = 5;
     /// A store box of `C`: one warp's 32 rows (its TMEM lanes) × 64 columns (one 128-byte swizzled row).
@@ -122,6 +123,7 @@ mod blackwell {
     /// The ring, then the staging tile of `C` (BM × BN bf16, 64 KiB), plus 1 KiB so the kernel can
     /// align everything to 1024 bytes: 5 × 32 + 64 + 1 = 225 KiB (230,400 bytes). One block per SM.
     pub const SMEM_BYTES: u32 = 1024 + STAGES * SLOT_BYTES + BM * BN * 2;
+    // ANCHOR_END: blackwell_smem
     /// The barriers (2 × STAGES + 1) and the TMEM address word are static shared memory; leave room.
     const _: () = assert!(SMEM_BYTES + 256 <= sm100::SMEM_PER_BLOCK_MAX);
     /// tcgen05 descriptor templates: 128-byte swizzle, K-major (step 05's), the same in every slot.

@@ -118,6 +118,7 @@ mod blackwell {
     pub const BK: u32 = 64;
     /// Warp 0 the producer, warp 1 the MMA issuer, warps 2..5 the epilogue (they reach all 128 lanes).
     pub const THREADS: u32 = 6 * 32;
+    // ANCHOR: blackwell_smem
     /// Slots in the ring: step 08's 5, plus the one the smaller staging area makes room for.
     pub const STAGES: u32 = 6;
     /// Columns of `C` per epilogue chunk (one `tcgen05.ld … .x32`), and the store box: one warp's 32 rows
@@ -135,6 +136,7 @@ mod blackwell {
     /// The barriers (2 × STAGES + 1) and the TMEM address word are static shared memory; leave room.
     const _: () = assert!(SMEM_BYTES + 256 <= sm100::SMEM_PER_BLOCK_MAX);
     const _: () = assert!(SMEM_BYTES + SLOT_BYTES > sm100::SMEM_PER_BLOCK_MAX);
+    // ANCHOR_END: blackwell_smem
     /// tcgen05 descriptor templates: 128-byte swizzle, K-major (step 05's), the same in every slot.
     pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
