@@ -8,7 +8,7 @@
 //   - two consumers (warpgroups 1 and 2) each own 64 rows of a 128×256 tile of C and issue
 //     `wgmma … m64n256k16`s as soon as a stage is full, keeping one batch of MMAs in flight while they
 //     release the stage the batch before used.
-// One block per SM: the 128×256 tile reads 48 KiB per K tile for 2·128·256·64 flops, a third fewer
+// One block per SM: the 128×256 tile reads 48 KiB per K tile for 2·128·256·64 flops, a quarter fewer
 // bytes per flop than step 07's 128×128 tile, and the ring hides the loads instead of other blocks.
 //
 // Registers: 256 accumulators a thread would not fit one warpgroup (ptxas would serialise the wgmmas),
