@@ -4,7 +4,9 @@
 //! once (the driver is asked), each cluster walks its tiles in a grouped order (`GROUP_M` tile rows
 //! at a time), and the producer runs ahead into the next tile while the consumers store the last.
 //!
-//! Blackwell (`sm100.cu`, assembled, not run here): see the `blackwell` module below.
+//! Blackwell (`sm100.cu`, assembled, not run here): step 09's kernel, persistent in the same way (one
+//! pair of blocks per place, the same grouped order), with two TMEM accumulators (2 × 256 columns) so
+//! that the epilogue drains one tile while the MMA warp fills the other with the next.
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
@@ -114,29 +116,43 @@ mod hopper {
 
 const HOPPER: KernelFile = hopper::KERNEL;
 
-/// The Blackwell kernel's tile and launch: step 08's, with the epilogue double-buffered in 32-column
-/// chunks and the freed shared memory given to the ring. Assembled for sm_100a by the tests; not run
-/// by this project.
+/// The Blackwell kernel's tile, schedule, accumulators and launch: step 09's kernel, persistent, with
+/// two TMEM accumulators so that a tile's epilogue overlaps the next tile's MMAs. Assembled for
+/// sm_100a by the tests; not run by this project.
 mod blackwell {
     use super::*;
     use crate::encoding::sm100::{self, AccumType, InputType};
     use crate::encoding::{Major, LBO_IGNORED};
-    use crate::registry::{launch_with_maps_in, Launch};
+    use crate::problem::Shape;
+    use crate::registry::{max_active_clusters, Launch};
     use crate::tma::TensorMap;
+    use std::sync::OnceLock;
 
-    /// Blocks per cluster along (x = N, y = M, z): a pair along M, the two halves of one 2-SM MMA.
-    pub const CLUSTER: (u32, u32, u32) = (1, 2, 1);
+    /// Blocks per cluster along M: a pair, the two halves of one 2-SM MMA.
+    pub const CLUSTER_M: u32 = 2;
+    /// The cluster's shape along (x, y, z): the grid is one row of pairs, as the Hopper twin's.
+    pub const CLUSTER: (u32, u32, u32) = (CLUSTER_M, 1, 1);
     /// Rows of `C` per block: half the M of the 2-SM MMA, so row i of a block's half is its TMEM lane i.
     pub const BM: u32 = 128;
     /// The M of one `tcgen05.mma.cta_group::2`: the pair's rows.
-    pub const MMA_M: u32 = BM * CLUSTER.1;
-    /// Columns of `C` per block (shared by the pair): the N of the MMA and the TMEM columns allocated.
+    pub const MMA_M: u32 = BM * CLUSTER_M;
+    /// Columns of `C` per block (shared by the pair): the N of the MMA and the TMEM columns of one
+    /// accumulator.
     pub const BN: u32 = 256;
     /// Depth of one K slice (one slot of the ring): 64 bf16 = one 128-byte swizzled row.
     pub const BK: u32 = 64;
     /// Warp 0 the producer, warp 1 the MMA issuer, warps 2..5 the epilogue (they reach all 128 lanes).
     pub const THREADS: u32 = 6 * 32;
-    /// Slots in the ring: step 08's 5, plus the one the smaller staging area makes room for.
+    /// Tile rows per group of the tile order, as the Hopper twin's.
+    pub const GROUP_M: u32 = super::hopper::GROUP_M;
+    // ANCHOR: blackwell_tmem
+    /// TMEM accumulators, filled by the MMA warp and drained by the epilogue in turn: 2 × 256 columns,
+    /// all 512 of an SM's TMEM (so one pair per pair of SMs, which the shared memory enforces anyway).
+    pub const ACCUMULATORS: u32 = 2;
+    pub const ALLOCATED_COLUMNS: u32 = ACCUMULATORS * BN;
+    const _: () = assert!(ALLOCATED_COLUMNS == crate::encoding::TMEM_COLUMNS);
+    // ANCHOR_END: blackwell_tmem
+    /// Slots in the ring, as in step 09.
     pub const STAGES: u32 = 6;
     /// Columns of `C` per epilogue chunk (one `tcgen05.ld … .x32`), and the store box: one warp's 32 rows
     /// × 32 columns, 64-byte rows, unswizzled (the kernel rotates its writes to keep banks apart).
@@ -146,13 +162,16 @@ mod blackwell {
     pub const STAGING_BUFFERS: u32 = 2;
     /// One slot: this block's A tile (BM × BK) and half B tile (BN/2 × BK), 32 KiB.
     pub const SLOT_BYTES: u32 = (BM + BN / 2) * BK * 2;
-    /// The ring, then two staging buffers of BM × 32 bf16 (16 KiB in all, against step 08's 64 KiB),
-    /// plus 1 KiB so the kernel can align everything to 1024 bytes: 6 × 32 + 16 + 1 = 209 KiB
-    /// (214,016 bytes). A 7th slot would need 241 KiB, more than a block may have.
+    /// Step 09's budget: 6 × 32 + 16 + 1 = 209 KiB (214,016 bytes). More than half of an SM's shared
+    /// memory, so one block per SM: what the persistent grid and the 512 TMEM columns both assume.
     pub const SMEM_BYTES: u32 = 1024 + STAGES * SLOT_BYTES + STAGING_BUFFERS * BM * CHUNK_COLS * 2;
-    /// The barriers (2 × STAGES + 1) and the TMEM address word are static shared memory; leave room.
+    /// The barriers (2 × STAGES + 2 × ACCUMULATORS) and the TMEM address word are static shared
+    /// memory; leave room.
     const _: () = assert!(SMEM_BYTES + 256 <= sm100::SMEM_PER_BLOCK_MAX);
     const _: () = assert!(SMEM_BYTES + SLOT_BYTES > sm100::SMEM_PER_BLOCK_MAX);
+    /// One block per SM: a second would wait in `tcgen05.alloc` until the first exits (the end of
+    /// the GEMM).
+    const _: () = assert!(sm100::smem_capping_tmem(SMEM_BYTES, ALLOCATED_COLUMNS) == SMEM_BYTES);
     /// tcgen05 descriptor templates: 128-byte swizzle, K-major (step 05's), the same in every slot.
     pub const A_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm100::smem_descriptor(0, LBO_IGNORED, 1024, SmemSwizzle::B128);
@@ -177,8 +196,10 @@ mod blackwell {
             ("BN", BN as u64),
             ("BK", BK as u64),
             ("THREADS", THREADS as u64),
-            ("CLUSTER_M", CLUSTER.1 as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
             ("STAGES", STAGES as u64),
+            ("GROUP_M", GROUP_M as u64),
+            ("ACCUMULATORS", ACCUMULATORS as u64),
             ("A_DESC", A_DESC),
             ("B_DESC", B_DESC),
             ("IDESC", IDESC as u64),
@@ -186,6 +207,28 @@ mod blackwell {
         max_dynamic_smem: SMEM_BYTES,
         launch,
     };
+
+    // ANCHOR: blackwell_grid
+    /// One pair per place on the GPU, or one per tile when there are fewer tiles: the Hopper twin's
+    /// mechanism (the driver says how many clusters of this kernel fit at once; asked once). The
+    /// occupancy calculator knows nothing of TMEM; the shared memory keeps it to one block per SM.
+    fn persistent_launch(func: &CudaFunction, stream: &CudaStream, s: Shape) -> Result<Launch> {
+        static FIT: OnceLock<u32> = OnceLock::new();
+        let one = Launch::clustered(tile_config(Shape::new(1, 1, 8), BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        let fit = match FIT.get() {
+            Some(&fit) => fit,
+            None => {
+                let fit = max_active_clusters(func, stream, &one)?;
+                *FIT.get_or_init(|| fit)
+            }
+        };
+        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
+        let pairs = fit.min(tiles as u32);
+        let mut config = one.config;
+        config.grid_dim = (pairs * CLUSTER_M, 1, 1);
+        Ok(Launch::clustered(config, CLUSTER))
+    }
+    // ANCHOR_END: blackwell_grid
 
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
@@ -201,8 +244,7 @@ mod blackwell {
         } else {
             (TensorMap([0; 16]), false)
         };
-        // One block per BM × BN tile; the grid's y is rounded up to whole pairs.
-        let launch = Launch::clustered(tile_config(s, BM, BN, THREADS, SMEM_BYTES), CLUSTER);
+        let launch = persistent_launch(func, stream, s)?;
         launch_with_maps_in(
             func,
             stream,
