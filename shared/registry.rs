@@ -68,16 +68,68 @@ impl Targets {
     }
 }
 
+/// The number formats of a step's operands and result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Steps 01–10: `A`, `B` bf16, fp32 accumulation, `C` bf16.
+    Bf16,
+    /// Step 11: `A`, `B` OCP fp8 e4m3 (`e4m3fn`) with one e8m0 scale per 1×32 block along K (in the
+    /// blocked layout of [`crate::mx::to_blocked`]), fp32 accumulation, `C` fp32.
+    Mxfp8,
+}
+
+impl Format {
+    /// Elements along K that share one scale (MX block size).
+    pub const MX_BLOCK: usize = 32;
+
+    /// The rule this format adds to the shape contract every step shares, if `shape` breaks it:
+    /// MXFP8 needs K to be a whole number of 32-element scale blocks.
+    pub fn contract_violation(&self, shape: Shape) -> Option<String> {
+        match self {
+            Format::Bf16 => None,
+            Format::Mxfp8 if !shape.k.is_multiple_of(Self::MX_BLOCK) => Some(format!(
+                "K must be a multiple of 32 for MXFP8 (one e8m0 scale per 1×32 block along K); K = {}",
+                shape.k
+            )),
+            Format::Mxfp8 => None,
+        }
+    }
+
+    /// The shape contract and this format's rule, as an error naming who refused the shape.
+    pub fn check(&self, shape: Shape, refused_by: &str) -> Result<()> {
+        shape.check(refused_by)?;
+        match self.contract_violation(shape) {
+            None => Ok(()),
+            Some(rule) => Err(Error::Shape {
+                step: refused_by.to_string(),
+                m: shape.m,
+                n: shape.n,
+                k: shape.k,
+                rule,
+            }),
+        }
+    }
+}
+
 /// Device pointers and shape handed to a launch. Pointers are raw so that the timing loop can rotate
 /// through input sets without re-borrowing buffers.
+///
+/// For a [`Format::Bf16`] step `a`, `b` and `c` are bf16 and the scales are 0. For a
+/// [`Format::Mxfp8`] step `a` and `b` are e4m3 bytes (M×K and N×K row-major), `scale_a` and
+/// `scale_b` their e8m0 scale bytes in the blocked layout ([`crate::mx::to_blocked`]: rows padded to
+/// 128, K/32 blocks padded to 4), and `c` an fp32 M×N row-major matrix.
 #[derive(Debug, Clone, Copy)]
 pub struct GemmOperands {
-    /// `A`, M×K row-major bf16.
+    /// `A`, M×K row-major: bf16, or e4m3 bytes for MXFP8.
     pub a: u64,
-    /// `B`, N×K row-major bf16.
+    /// `B`, N×K row-major: bf16, or e4m3 bytes for MXFP8.
     pub b: u64,
-    /// `C`, M×N row-major bf16.
+    /// `C`, M×N row-major: bf16, or fp32 for MXFP8.
     pub c: u64,
+    /// MXFP8: `A`'s e8m0 scales, blocked layout; 0 otherwise.
+    pub scale_a: u64,
+    /// MXFP8: `B`'s e8m0 scales, blocked layout; 0 otherwise.
+    pub scale_b: u64,
     pub shape: Shape,
 }
 
@@ -111,6 +163,8 @@ pub struct Step {
     pub title: &'static str,
     /// The step this one is verified against (`None` for step01: it is checked against the CPU).
     pub predecessor: Option<u8>,
+    /// What its operands and result are: bf16 (steps 01–10) or MXFP8 (step 11).
+    pub format: Format,
     pub kernels: &'static [KernelFile],
 }
 
@@ -203,29 +257,70 @@ pub fn launch_with_maps_in(
     flags: &[i32],
     launch: Launch,
 ) -> Result<()> {
+    launch_maps_then(function, stream, maps, &[ops.c], ops, flags, launch)
+}
+
+/// Enqueues an MXFP8 kernel (step 11) of the signature
+/// `gemm(TensorMap maps..., const u8* scale_a, const u8* scale_b, float* C, int M, int N, int K,
+/// int flags...)`, maps passed by value (`const __grid_constant__`), plain or in clusters: the
+/// mechanism of [`launch_with_maps_in`], with the two scale pointers (blocked layout) before `C`.
+pub fn launch_mx_with_maps_in(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    maps: &[TensorMap],
+    ops: &GemmOperands,
+    flags: &[i32],
+    launch: Launch,
+) -> Result<()> {
+    launch_maps_then(
+        function,
+        stream,
+        maps,
+        &[ops.scale_a, ops.scale_b, ops.c],
+        ops,
+        flags,
+        launch,
+    )
+}
+
+/// The one launch mechanism of the tensor-core steps: `maps` by value, then `pointers`, then M, N, K,
+/// then `flags`, in that order.
+fn launch_maps_then(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    maps: &[TensorMap],
+    pointers: &[u64],
+    ops: &GemmOperands,
+    flags: &[i32],
+    launch: Launch,
+) -> Result<()> {
     let (m, n, k) = (ops.shape.m as i32, ops.shape.n as i32, ops.shape.k as i32);
     if launch.cluster_size() == 1 {
         let mut args = stream.launch_builder(function);
         for map in maps {
             args.arg(map);
         }
-        args.arg(&ops.c).arg(&m).arg(&n).arg(&k);
+        for pointer in pointers {
+            args.arg(pointer);
+        }
+        args.arg(&m).arg(&n).arg(&k);
         for flag in flags {
             args.arg(flag);
         }
         // SAFETY: the caller's kernel takes exactly these parameters in this order; the maps and the
-        // pointer describe buffers of the sizes `ops.shape` implies.
+        // pointers describe buffers of the sizes `ops.shape` implies.
         return unsafe { args.launch(launch.config) }
             .map(|_| ())
             .map_err(Error::cuda("launching a kernel"));
     }
     // The driver reads each parameter through a pointer to its value, in signature order.
-    let c = ops.c;
     let mut params: Vec<*mut c_void> = maps.iter().map(|map| map as *const TensorMap as *mut c_void).collect();
+    for pointer in pointers {
+        params.push(pointer as *const u64 as *mut c_void);
+    }
     for value in [&m, &n, &k] {
         params.push(value as *const i32 as *mut c_void);
     }
-    params.insert(maps.len(), &c as *const u64 as *mut c_void);
     for flag in flags {
         params.push(flag as *const i32 as *mut c_void);
     }
@@ -271,6 +366,37 @@ pub fn max_active_clusters(function: &CudaFunction, stream: &CudaStream, launch:
         )));
     }
     Ok(clusters as u32)
+}
+
+/// A persistent launch: one row of clusters of `cluster_size` blocks (`threads` threads and `smem`
+/// bytes of dynamic shared memory each), as many as fit on the GPU at once, or one per tile when there
+/// are fewer `tiles`. How many fit is asked of the driver once per kernel and kept in `fit`: the GPU
+/// does not change during a run.
+pub fn persistent_launch(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    threads: u32,
+    smem: u32,
+    cluster_size: u32,
+    tiles: usize,
+    fit: &std::sync::OnceLock<u32>,
+) -> Result<Launch> {
+    let config = LaunchConfig {
+        grid_dim: (cluster_size, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: smem,
+    };
+    let cluster = (cluster_size, 1, 1);
+    let clusters = match fit.get() {
+        Some(&clusters) => clusters,
+        None => {
+            let clusters = max_active_clusters(function, stream, &Launch::clustered(config, cluster))?;
+            *fit.get_or_init(|| clusters)
+        }
+    };
+    let mut config = config;
+    config.grid_dim.0 = clusters.min(tiles.max(1) as u32) * cluster_size;
+    Ok(Launch::clustered(config, cluster))
 }
 
 /// `cuLaunchKernelEx` with the cluster-dimension attribute. A device or kernel that cannot run a

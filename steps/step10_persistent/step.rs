@@ -10,15 +10,13 @@
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::registry::{launch_with_maps_in, persistent_launch, GemmOperands, KernelFile, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles, schedule and launch (step 09's kernel, made persistent).
 mod hopper {
     use super::*;
-    use crate::problem::Shape;
-    use crate::registry::max_active_clusters;
     use std::sync::OnceLock;
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
@@ -34,9 +32,9 @@ mod hopper {
     /// Registers a thread after `setmaxnreg`, as in step 09.
     pub const PRODUCER_REGISTERS: u32 = 48;
     pub const CONSUMER_REGISTERS: u32 = 224;
-    /// Blocks per cluster along M, sharing every B tile. The grid is one row of clusters.
+    /// Blocks per cluster along M, sharing every B tile. The grid is one row of clusters
+    /// (`registry::persistent_launch`), so a cluster is `(CLUSTER_M, 1, 1)`.
     pub const CLUSTER_M: u32 = 2;
-    pub const CLUSTER: (u32, u32, u32) = (CLUSTER_M, 1, 1);
     // ANCHOR: group
     /// Tile rows per group of the tile order: inside a group the tiles run down M first, so the
     /// clusters working at the same moment share rows of A and columns of B in L2.
@@ -76,33 +74,17 @@ mod hopper {
         launch,
     };
 
-    // ANCHOR: grid
-    /// One cluster per place on the GPU, or one per tile when there are fewer tiles: the driver says
-    /// how many clusters of this kernel fit at once (asked once; the GPU does not change).
-    fn persistent_launch(func: &CudaFunction, stream: &CudaStream, s: Shape) -> Result<Launch> {
-        static FIT: OnceLock<u32> = OnceLock::new();
-        let one = Launch::clustered(tile_config(Shape::new(1, 1, 8), BM, BN, THREADS, SMEM_BYTES), CLUSTER);
-        let fit = match FIT.get() {
-            Some(&fit) => fit,
-            None => {
-                let fit = max_active_clusters(func, stream, &one)?;
-                *FIT.get_or_init(|| fit)
-            }
-        };
-        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
-        let clusters = fit.min(tiles as u32);
-        let mut config = one.config;
-        config.grid_dim = (clusters * CLUSTER_M, 1, 1);
-        Ok(Launch::clustered(config, CLUSTER))
-    }
-    // ANCHOR_END: grid
-
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
         let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
         let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
-        let launch = persistent_launch(func, stream, s)?;
+        // ANCHOR: grid
+        // One cluster per place on the GPU (the driver says how many fit), or one per tile.
+        static FIT: OnceLock<u32> = OnceLock::new();
+        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles, &FIT)?;
+        // ANCHOR_END: grid
         launch_with_maps_in(
             func,
             stream,
@@ -123,15 +105,11 @@ mod blackwell {
     use super::*;
     use crate::encoding::sm100::{self, AccumType, InputType};
     use crate::encoding::{Major, LBO_IGNORED};
-    use crate::problem::Shape;
-    use crate::registry::{max_active_clusters, Launch};
     use crate::tma::TensorMap;
     use std::sync::OnceLock;
 
     /// Blocks per cluster along M: a pair, the two halves of one 2-SM MMA.
     pub const CLUSTER_M: u32 = 2;
-    /// The cluster's shape along (x, y, z): the grid is one row of pairs, as the Hopper twin's.
-    pub const CLUSTER: (u32, u32, u32) = (CLUSTER_M, 1, 1);
     /// Rows of `C` per block: half the M of the 2-SM MMA, so row i of a block's half is its TMEM lane i.
     pub const BM: u32 = 128;
     /// The M of one `tcgen05.mma.cta_group::2`: the pair's rows.
@@ -208,28 +186,6 @@ mod blackwell {
         launch,
     };
 
-    // ANCHOR: blackwell_grid
-    /// One pair per place on the GPU, or one per tile when there are fewer tiles: the Hopper twin's
-    /// mechanism (the driver says how many clusters of this kernel fit at once; asked once). The
-    /// occupancy calculator knows nothing of TMEM; the shared memory keeps it to one block per SM.
-    fn persistent_launch(func: &CudaFunction, stream: &CudaStream, s: Shape) -> Result<Launch> {
-        static FIT: OnceLock<u32> = OnceLock::new();
-        let one = Launch::clustered(tile_config(Shape::new(1, 1, 8), BM, BN, THREADS, SMEM_BYTES), CLUSTER);
-        let fit = match FIT.get() {
-            Some(&fit) => fit,
-            None => {
-                let fit = max_active_clusters(func, stream, &one)?;
-                *FIT.get_or_init(|| fit)
-            }
-        };
-        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
-        let pairs = fit.min(tiles as u32);
-        let mut config = one.config;
-        config.grid_dim = (pairs * CLUSTER_M, 1, 1);
-        Ok(Launch::clustered(config, CLUSTER))
-    }
-    // ANCHOR_END: blackwell_grid
-
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
@@ -244,7 +200,13 @@ mod blackwell {
         } else {
             (TensorMap([0; 16]), false)
         };
-        let launch = persistent_launch(func, stream, s)?;
+        // ANCHOR: blackwell_grid
+        // One pair per place on the GPU, or one per tile: the Hopper twin's mechanism. The occupancy
+        // calculator knows nothing of TMEM; the shared memory keeps it to one block per SM.
+        static FIT: OnceLock<u32> = OnceLock::new();
+        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles, &FIT)?;
+        // ANCHOR_END: blackwell_grid
         launch_with_maps_in(
             func,
             stream,
