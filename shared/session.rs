@@ -159,6 +159,8 @@ impl Session {
             a: ptr(&self.device.a[set], &self.gpu),
             b: ptr(&self.device.b[set], &self.gpu),
             c: ptr(&self.c, &self.gpu),
+            scale_a: 0,
+            scale_b: 0,
             shape: self.shape,
         }
     }
@@ -428,7 +430,7 @@ pub fn load_kernel(gpu: &Gpu, step: &'static Step, shape: Shape) -> Result<Loade
             needs: step.needs(),
             found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
         })?;
-    shape.check(&step.binary())?;
+    step.format.check(shape, &step.binary())?;
     let started = Instant::now();
     let (function, arch) = load_file(gpu, file)?;
     let compile_ms = started.elapsed().as_secs_f64() * 1e3;

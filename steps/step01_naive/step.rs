@@ -4,7 +4,7 @@
 //! grid rounded up to cover all of `C` (the kernel skips threads that fall off its edges).
 
 use crate::error::Result;
-use crate::registry::{launch_with_pointers, GemmOperands, KernelFile, Step, Targets};
+use crate::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Threads per block along N (`threadIdx.x`): a whole warp shares one row of `C`.
@@ -17,6 +17,7 @@ pub const STEP: Step = Step {
     name: "naive",
     title: "naive: one thread per output, operands straight from global memory",
     predecessor: None,
+    format: Format::Bf16,
     kernels: &[KernelFile {
         path: "steps/step01_naive/kernel.cu",
         source: include_str!("kernel.cu"),

@@ -5,7 +5,7 @@
 //! kernel zero-fills and skips what falls off the edges.
 
 use crate::error::Result;
-use crate::registry::{launch_with_pointers, GemmOperands, KernelFile, Step, Targets};
+use crate::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Rows of `C` per block (threads along `y`).
@@ -20,6 +20,7 @@ pub const STEP: Step = Step {
     name: "smem_tiling",
     title: "shared-memory tiling: each block stages A and B tiles once for all its threads",
     predecessor: Some(1),
+    format: Format::Bf16,
     kernels: &[KernelFile {
         path: "steps/step02_smem_tiling/kernel.cu",
         source: include_str!("kernel.cu"),

@@ -5,7 +5,7 @@
 //! slices, two buffers of each (static shared memory: 2·2·`BK`·128·4 bytes = 32 KiB).
 
 use crate::error::Result;
-use crate::registry::{launch_with_pointers, GemmOperands, KernelFile, Step, Targets};
+use crate::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Rows of `C` per block.
@@ -26,6 +26,7 @@ pub const STEP: Step = Step {
     name: "register_tiling",
     title: "register tiling: each thread computes an 8×8 tile of C from registers",
     predecessor: Some(2),
+    format: Format::Bf16,
     kernels: &[KernelFile {
         path: "steps/step03_register_tiling/kernel.cu",
         source: include_str!("kernel.cu"),

@@ -10,7 +10,7 @@
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, tile_config, GemmOperands, KernelFile, Step, Targets};
+use crate::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
 use crate::tma;
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -138,5 +138,6 @@ pub const STEP: Step = Step {
     name: "tma_mma",
     title: "TMA + tensor cores: the copy engine loads tiles, wgmma multiplies them from shared memory",
     predecessor: Some(3),
+    format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
 };

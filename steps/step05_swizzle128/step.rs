@@ -9,7 +9,7 @@
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, tile_config, GemmOperands, KernelFile, Step, Targets};
+use crate::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -138,5 +138,6 @@ pub const STEP: Step = Step {
     name: "swizzle128",
     title: "128-byte swizzle: TMA boxes of whole 128-byte rows, swizzled into a layout the tensor cores read",
     predecessor: Some(4),
+    format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
 };

@@ -11,7 +11,7 @@
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, tile_config, GemmOperands, KernelFile, Step, Targets};
+use crate::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -157,5 +157,6 @@ pub const STEP: Step = Step {
     name: "tma_store",
     title: "TMA store: the tile of C is staged in shared memory (swizzled) and written out by the TMA",
     predecessor: Some(5),
+    format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
 };

@@ -13,7 +13,7 @@
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -187,5 +187,6 @@ pub const STEP: Step = Step {
     name: "pipeline",
     title: "Warp specialisation: a producer warpgroup feeds a ring of stages, two consumer warpgroups compute 128×256",
     predecessor: Some(7),
+    format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
 };

@@ -11,7 +11,7 @@
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps_in, tile_config, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -205,5 +205,6 @@ pub const STEP: Step = Step {
     name: "epilogue_double_buffer",
     title: "Double-buffered epilogue: C leaves in 64-column chunks through two staging buffers; the freed memory deepens the ring",
     predecessor: Some(8),
+    format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
 };

@@ -10,7 +10,7 @@
 
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps_in, persistent_launch, GemmOperands, KernelFile, Step, Targets};
+use crate::registry::{launch_with_maps_in, persistent_launch, Format, GemmOperands, KernelFile, Step, Targets};
 use crate::tma::{self, TmaSwizzle};
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -225,5 +225,6 @@ pub const STEP: Step = Step {
     name: "persistent",
     title: "Persistent: one cluster per place on the GPU walks its tiles in a grouped order; the producer runs ahead into the next tile",
     predecessor: Some(9),
+    format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
 };
