@@ -22,6 +22,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("tcgen05.cuh", include_str!("cuda/tcgen05.cuh")),
     ("cluster.cuh", include_str!("cuda/cluster.cuh")),
     ("warpgroup.cuh", include_str!("cuda/warpgroup.cuh")),
+    ("mx.cuh", include_str!("cuda/mx.cuh")),
 ];
 
 /// What to ask NVRTC for.

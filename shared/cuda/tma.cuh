@@ -67,3 +67,13 @@ __device__ __forceinline__ void tma_store_wait_all() {
 __device__ __forceinline__ void fence_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
+
+// A plain bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory to
+// shared memory, no tensor map: the bytes count towards `barrier`'s current phase.
+__device__ __forceinline__ void bulk_load(void* destination, const void* source, u32 bytes, u64* barrier) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+            smem_address(destination)),
+        "l"(source), "r"(bytes), "r"(smem_address(barrier))
+        : "memory");
+}

@@ -42,6 +42,14 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[Count]) {
     for (int i = 0; i < Count; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The same for A operands in registers (WgmmaRs below): placed after the wait, it keeps the compiler
+// from giving their registers to anything else while the MMA may still read them.
+template <int Count>
+__device__ __forceinline__ void wgmma_fence_operands(u32 (&a)[Count]) {
+    #pragma unroll
+    for (int i = 0; i < Count; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
+
 // ---------------------------------------------------------------------------------------------------
 // wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16: D (64×N fp32, registers) (+)= A (64×16, smem) ·
 // B (N×16, smem)ᵀ, both operands K-major (imm-trans-a = imm-trans-b = 0), unscaled (imm-scale = 1).
@@ -113,6 +121,33 @@ struct Wgmma<256> {
                      : "l"(a_desc), "l"(b_desc), "r"(accumulate));
     }
 };
+
+// ANCHOR: wgmma_rs
+// The same MMA with A from registers ("RS"): each thread passes four 32-bit registers of bf16 pairs,
+// the A fragment of m64k16 (PTX "wgmma .m64nNk16 register fragment for A", the layout of mma.m16n8k16's
+// A per warp): for warp w of the warpgroup, g = lane / 4, t = lane % 4,
+//   a[0] = rows 16w + g,     columns 2t, 2t + 1        a[2] = rows 16w + g,     columns 2t + 8, 2t + 9
+//   a[1] = rows 16w + g + 8, columns 2t, 2t + 1        a[3] = rows 16w + g + 8, columns 2t + 8, 2t + 9
+// B stays in shared memory behind its descriptor. The registers are read asynchronously too: they must
+// not change until the MMA has completed (wgmma_wait).
+template <int N>
+struct WgmmaRs;
+
+template <>
+struct WgmmaRs<256> {
+    __device__ __forceinline__ static void mma(float (&d)[128], const u32 (&a)[4], u64 b_desc, int accumulate) {
+        asm volatile(
+            "{\n"
+            ".reg .pred accumulate;\n"
+            "setp.ne.b32 accumulate, %133, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" WGMMA_D128 "}, {%128, %129, %130, %131}, %132,"
+            " accumulate, 1, 1, 0;\n"
+            "}\n"
+            : WGMMA_RW_32(d, 0), WGMMA_RW_32(d, 32), WGMMA_RW_32(d, 64), WGMMA_RW_32(d, 96)
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+    }
+};
+// ANCHOR_END: wgmma_rs
 
 #undef WGMMA_OPERANDS_10
 #undef WGMMA_D32

@@ -76,10 +76,6 @@ static_assert(A_TILE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0, "tiles keep
 static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
 static_assert(PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * 128 * CONSUMERS <= 65536, "the register file");
 
-// ANCHOR: kernel
-// __launch_bounds__(384, 1): one block per SM; the cap it implies (65536 / 384 = 170, so 168
-// registers a thread at entry) is what setmaxnreg redistributes. With fewer than 48 the producer
-// spills (values computed before the roles split stay live in both).
 // ANCHOR: schedule
 // The tile a cluster computes on its i-th turn: tile = cluster + i · clusters, numbered in the grouped
 // order. A tile here is a cluster's 256×256 (CLUSTER_M · BM rows × BN columns) part of C.
@@ -100,6 +96,10 @@ struct TileOrder {
 };
 // ANCHOR_END: schedule
 
+// ANCHOR: kernel
+// __launch_bounds__(384, 1): one block per SM; the cap it implies (65536 / 384 = 170, so 168
+// registers a thread at entry) is what setmaxnreg redistributes. With fewer than 48 the producer
+// spills (values computed before the roles split stay live in both).
 extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_constant__ TensorMap a_map,
                                                               const __grid_constant__ TensorMap b_map,
                                                               const __grid_constant__ TensorMap c_map,
@@ -118,6 +118,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     const int warpgroup = tid / 128;
     const u32 rank = cluster_ctarank();
     const int k_tiles = (K + BK - 1) / BK;
+    // ANCHOR: tiles
     // The grid is one row of clusters, as many as fit on the GPU at once.
     const int cluster = blockIdx.x / CLUSTER_M;
     const int clusters = gridDim.x / CLUSTER_M;
@@ -129,6 +130,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         m0 = tile_m * CLUSTER_M * BM + rank * BM;
         n0 = tile_n * BN;
     };
+    // ANCHOR_END: tiles
 
     // ANCHOR: barriers
     if (tid == 0) {
@@ -189,12 +191,14 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         };
         // ANCHOR_END: release
 
+        // ANCHOR: consumer_tiles
         float acc[BN / 2];  // this consumer's 64×256 part of the current tile: 128 fp32 a thread
 
         int it = 0;  // K tiles consumed so far, across tiles: the producer's count, in step
         for (int index = cluster; index < order.count(); index += clusters) {
             int m0, n0;
             origin(index, m0, n0);
+            // ANCHOR_END: consumer_tiles
 
             // ANCHOR: consumer
             // Step 09's main loop, with stage and parity taken from the running count `it`; the first
