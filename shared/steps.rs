@@ -24,6 +24,8 @@ pub mod step08_pipeline;
 pub mod step09_epilogue_double_buffer;
 #[path = "../steps/step10_persistent/step.rs"]
 pub mod step10_persistent;
+#[path = "../steps/step11_mxfp8/step.rs"]
+pub mod step11_mxfp8;
 
 /// The ladder, bottom rung first.
 pub static ALL: &[&Step] = &[
@@ -37,6 +39,7 @@ pub static ALL: &[&Step] = &[
     &step08_pipeline::STEP,
     &step09_epilogue_double_buffer::STEP,
     &step10_persistent::STEP,
+    &step11_mxfp8::STEP,
 ];
 
 /// Step `id`, or a clear refusal.

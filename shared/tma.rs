@@ -29,6 +29,9 @@ pub enum TmaSwizzle {
     /// Within each 1024-byte group of eight 128-byte rows, the 16-byte chunk `c` of row `r` lands at
     /// chunk `c ^ (r % 8)`.
     B128,
+    /// Within each 512-byte group of eight 64-byte rows, the 16-byte chunk `c` of row `r` lands at
+    /// chunk `c ^ ((r / 2) % 4)` (step 11's e4m3 tiles, 64 bytes a row).
+    B64,
 }
 
 impl TmaSwizzle {
@@ -36,11 +39,50 @@ impl TmaSwizzle {
         match self {
             TmaSwizzle::None => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
             TmaSwizzle::B128 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            TmaSwizzle::B64 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
         }
     }
 }
 
-/// A tiled tensor map over bf16 data: `dims[0]` is the contiguous dimension.
+/// The element type of a tensor map's matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TmaElement {
+    /// bf16: the operands and `C` of steps 01–10.
+    Bf16,
+    /// One byte: fp8 e4m3 operands (step 11), or e8m0 scale bytes. The copy engine moves bytes and
+    /// never interprets them, so it is described to the driver as `UINT8`.
+    U8,
+    /// fp32: step 11's `C`.
+    F32,
+}
+
+impl TmaElement {
+    pub const fn bytes(self) -> u64 {
+        match self {
+            TmaElement::Bf16 => 2,
+            TmaElement::U8 => 1,
+            TmaElement::F32 => 4,
+        }
+    }
+
+    fn driver(self) -> CUtensorMapDataType {
+        match self {
+            TmaElement::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            TmaElement::U8 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            TmaElement::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            TmaElement::Bf16 => "bf16",
+            TmaElement::U8 => "one-byte",
+            TmaElement::F32 => "fp32",
+        }
+    }
+}
+
+/// A tiled tensor map: `dims[0]` is the contiguous dimension.
 #[derive(Debug, Clone)]
 pub struct TiledMap<'a> {
     /// What the map describes, for error messages (`A`, `B`, `C`).
@@ -53,12 +95,13 @@ pub struct TiledMap<'a> {
     /// Elements per dimension of the box one copy moves.
     pub box_dims: &'a [u32],
     pub swizzle: TmaSwizzle,
+    pub element: TmaElement,
 }
 
 const BF16_BYTES: u64 = 2;
 
 impl TiledMap<'_> {
-    /// The driver's rules for a tiled bf16 map, each as the sentence a user needs.
+    /// The driver's rules for a tiled map, each as the sentence a user needs.
     pub fn check(&self) -> std::result::Result<(), String> {
         let rank = self.dims.len();
         let name = self.name;
@@ -82,8 +125,10 @@ impl TiledMap<'_> {
             if !s.is_multiple_of(16) || s >= 1 << 40 {
                 return Err(format!(
                     "tensor map {name}: the stride of dimension {} is {s} bytes; it must be a multiple of 16 below 2^40 \
-                     (for a row-major bf16 matrix: the row length must be a multiple of 8)",
-                    i + 1
+                     (for a row-major {} matrix: the row length must be a multiple of {})",
+                    i + 1,
+                    self.element.name(),
+                    16 / self.element.bytes()
                 ));
             }
         }
@@ -94,7 +139,7 @@ impl TiledMap<'_> {
                 ));
             }
         }
-        let inner_bytes = self.box_dims[0] as u64 * BF16_BYTES;
+        let inner_bytes = self.box_dims[0] as u64 * self.element.bytes();
         if !inner_bytes.is_multiple_of(16) {
             return Err(format!(
                 "tensor map {name}: the box's inner extent is {inner_bytes} bytes; it must be a multiple of 16"
@@ -102,6 +147,9 @@ impl TiledMap<'_> {
         }
         if self.swizzle == TmaSwizzle::B128 && inner_bytes > 128 {
             return Err(format!("tensor map {name}: with 128-byte swizzle the box's inner extent must be at most 128 bytes, not {inner_bytes}"));
+        }
+        if self.swizzle == TmaSwizzle::B64 && inner_bytes > 64 {
+            return Err(format!("tensor map {name}: with 64-byte swizzle the box's inner extent must be at most 64 bytes, not {inner_bytes}"));
         }
         Ok(())
     }
@@ -116,7 +164,7 @@ impl TiledMap<'_> {
         let status = unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut map,
-                CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                self.element.driver(),
                 self.dims.len() as u32,
                 self.address as *mut std::ffi::c_void,
                 self.dims.as_ptr(),
@@ -151,17 +199,68 @@ pub fn matrix_2d(
     box_cols: u32,
     swizzle: TmaSwizzle,
 ) -> Result<TensorMap> {
+    matrix_2d_of(TmaElement::Bf16, name, address, rows, cols, box_rows, box_cols, swizzle)
+}
+// ANCHOR_END: matrix_2d
+
+/// A row-major `rows`×`cols` matrix of `element`s read (or stored) in `box_rows`×`box_cols` boxes
+/// (2D map). `box_cols` counts elements: for e4m3 bytes a 128-byte swizzled row is 128 of them.
+#[allow(clippy::too_many_arguments)]
+pub fn matrix_2d_of(
+    element: TmaElement,
+    name: &str,
+    address: u64,
+    rows: usize,
+    cols: usize,
+    box_rows: u32,
+    box_cols: u32,
+    swizzle: TmaSwizzle,
+) -> Result<TensorMap> {
     TiledMap {
         name,
         address,
         dims: &[cols as u64, rows as u64],
-        strides: &[cols as u64 * BF16_BYTES],
+        strides: &[cols as u64 * element.bytes()],
         box_dims: &[box_cols, box_rows],
         swizzle,
+        element,
     }
     .encode()
 }
-// ANCHOR_END: matrix_2d
+
+/// A row-major `rows`×`cols` e4m3 matrix (one byte an element; `cols` a multiple of 16) read in
+/// `box_rows`×`box_cols` boxes: step 11's operands.
+pub fn matrix_2d_u8(
+    name: &str,
+    address: u64,
+    rows: usize,
+    cols: usize,
+    box_rows: u32,
+    box_cols: u32,
+    swizzle: TmaSwizzle,
+) -> Result<TensorMap> {
+    matrix_2d_of(TmaElement::U8, name, address, rows, cols, box_rows, box_cols, swizzle)
+}
+
+/// The map for storing an fp32 `C` (`rows`×`cols`, step 11) in `box_rows`×`box_cols` boxes with
+/// `swizzle`, and whether a TMA store can be used at all: the row stride must be a multiple of 16
+/// bytes, so `cols` must be a multiple of 4. Otherwise the kernel is told to store directly, and the
+/// map is unused.
+pub fn store_map_for_c_f32(
+    address: u64,
+    rows: usize,
+    cols: usize,
+    box_rows: u32,
+    box_cols: u32,
+    swizzle: TmaSwizzle,
+) -> Result<(TensorMap, bool)> {
+    if cols.is_multiple_of(4) {
+        let map = matrix_2d_of(TmaElement::F32, "C", address, rows, cols, box_rows, box_cols, swizzle)?;
+        Ok((map, true))
+    } else {
+        Ok((TensorMap([0; 16]), false))
+    }
+}
 
 // ANCHOR: columns_map
 /// A row-major `rows`×`cols` bf16 matrix (`cols` a multiple of 8) seen as 16-byte columns: dimension 0
@@ -188,6 +287,7 @@ pub fn matrix_as_16_byte_columns(
         strides: &[cols as u64 * BF16_BYTES, 16],
         box_dims: &[8, box_rows, box_cols / 8],
         swizzle: TmaSwizzle::None,
+        element: TmaElement::Bf16,
     }
     .encode()
 }
@@ -227,6 +327,7 @@ mod tests {
             strides,
             box_dims,
             swizzle,
+            element: TmaElement::Bf16,
         }
     }
 
@@ -266,6 +367,40 @@ mod tests {
         };
         assert!(unaligned.check().unwrap_err().contains("16-byte aligned"));
         assert!(matrix_as_16_byte_columns("B", 0x1000, 64, 12, 64, 8).is_err());
+    }
+
+    /// e4m3 operands: one byte an element, so the 128-byte swizzle takes 128 of them, and a row must
+    /// be a multiple of 16 elements; fp32 C: 4 bytes an element.
+    #[test]
+    fn one_byte_and_fp32_maps_follow_the_same_rules_in_bytes() {
+        let u8_map = |dims, strides, box_dims| TiledMap {
+            element: TmaElement::U8,
+            ..map(dims, strides, box_dims, TmaSwizzle::B128)
+        };
+        assert!(u8_map(&[4096, 4096], &[4096], &[128, 128]).check().is_ok());
+        assert!(u8_map(&[4096, 4096], &[4096], &[64, 256]).check().is_ok());
+        let too_wide = u8_map(&[4096, 4096], &[4096], &[256, 128]).check().unwrap_err();
+        assert!(too_wide.contains("at most 128 bytes, not 256"), "{too_wide}");
+        let odd_row = u8_map(&[4104, 64], &[4104], &[64, 64]).check().unwrap_err();
+        assert!(
+            odd_row.contains("one-byte matrix: the row length must be a multiple of 16"),
+            "{odd_row}"
+        );
+        let narrow = u8_map(&[4096, 64], &[4096], &[8, 64]).check().unwrap_err();
+        assert!(narrow.contains("inner extent is 8 bytes"), "{narrow}");
+        let f32_map = |dims, strides, box_dims| TiledMap {
+            element: TmaElement::F32,
+            ..map(dims, strides, box_dims, TmaSwizzle::B128)
+        };
+        assert!(f32_map(&[4096, 4096], &[16384], &[32, 64]).check().is_ok());
+        assert!(f32_map(&[4096, 4096], &[16384], &[64, 64]).check().is_err());
+        let odd = f32_map(&[4098, 64], &[16392], &[32, 64]).check().unwrap_err();
+        assert!(
+            odd.contains("fp32 matrix: the row length must be a multiple of 4"),
+            "{odd}"
+        );
+        let (_, tma_store) = store_map_for_c_f32(0x1000, 100, 1030, 64, 32, TmaSwizzle::B128).unwrap();
+        assert!(!tma_store);
     }
 
     #[test]

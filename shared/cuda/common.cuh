@@ -9,12 +9,13 @@
 // ---------------------------------------------------------------------------------------------------
 // Fixed-width integers. NVRTC targets the same data model on every platform (int is 32 bits, long
 // long is 64), so these hold everywhere a kernel can be compiled.
+typedef unsigned char u8;
 typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef long long i64;
 
-static_assert(sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "unexpected integer widths");
+static_assert(sizeof(u8) == 1 && sizeof(u16) == 2 && sizeof(u32) == 4 && sizeof(u64) == 8, "unexpected integer widths");
 
 // A bf16 number as stored in memory: the top 16 bits of an IEEE-754 fp32 (sign, 8 exponent bits,
 // 7 mantissa bits). Nothing in a kernel does arithmetic on this type; it is only loaded, converted
