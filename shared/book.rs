@@ -8,7 +8,11 @@
 //! | `{{#ladder-table}}`        | one row per record of every results file, then the devices       |
 //! | `{{#ladder-table step03}}` | that step's rows, then one line per verification check           |
 //! | `{{#ladder-figure}}`       | an image of `figures/ladder-<gpu>.svg` per results file          |
+//! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
+//! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
 //!
+//! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
+//! the sweep directives show only them.
 //! A backslash in front (`\{{#ladder-table}}`) leaves the directive as text. With no results yet,
 //! each directive becomes one sentence that says how to record some.
 //!
@@ -19,6 +23,7 @@
 
 use crate::error::{Error, Result};
 use crate::figure;
+use crate::figure_sweep;
 use crate::results::{self, significant, ResultsFile, StepRecord, TimingMethod};
 use mdbook_driver::book::BookItem;
 use mdbook_driver::MDBook;
@@ -242,10 +247,14 @@ impl LadderResults {
                     table(&self.files, Some(id))
                 }
                 ("ladder-figure", []) => self.figure_links(chapter),
-                ("ladder-table", _) | ("ladder-figure", _) => return Err(bad("too many arguments")),
+                ("ladder-sweep-table", []) => sweep_table(&self.files),
+                ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
+                ("ladder-table" | "ladder-figure" | "ladder-sweep-table" | "ladder-sweep-figure", _) => {
+                    return Err(bad("too many arguments"))
+                }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN] and ladder-figure",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-figure, ladder-sweep-table and ladder-sweep-figure",
                     ))
                 }
             };
@@ -289,6 +298,53 @@ impl LadderResults {
         }
         out
     }
+
+    /// One image of the size sweep per results file that has sweep records, linked relative to the
+    /// chapter; one sentence when no file has any.
+    fn sweep_figure_links(&self, chapter: &Path) -> String {
+        let swept: Vec<&ResultsFile> = self
+            .files
+            .iter()
+            .filter(|f| f.records.iter().any(figure_sweep::is_drawn))
+            .collect();
+        if swept.is_empty() {
+            return format!(
+                "No size sweep has been drawn yet, because none has been recorded: {} records one and draws it.\n",
+                sweep_hint()
+            );
+        }
+        let up = "../".repeat(chapter.parent().map_or(0, |p| p.components().count()));
+        let mut out = String::new();
+        for file in swept {
+            let slug = file.slug();
+            let drawn = self
+                .book_dir
+                .as_ref()
+                .is_none_or(|dir| figure_sweep::sweep_svg_path(dir, &slug).is_file());
+            if drawn {
+                let _ = writeln!(
+                    out,
+                    "![Size sweep on {}]({up}figures/sweep-{slug}.svg)\n",
+                    file.device.name
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "The size sweep of {} is recorded but not drawn yet: `cargo run --release --bin ladder -- --book-only` draws it.\n",
+                    file.device.name
+                );
+            }
+        }
+        out
+    }
+}
+
+/// How to record a sweep: the top step's binary with `--sweep`.
+fn sweep_hint() -> String {
+    let top = crate::steps::ALL
+        .last()
+        .map_or_else(|| "stepNN".to_string(), |s| s.binary());
+    format!("on a machine with an NVIDIA GPU, `cargo run --release --bin {top} -- --sweep` (or any other step with `--sweep`)")
 }
 
 const RECORD_HINT: &str =
@@ -307,12 +363,13 @@ fn parse_step(word: &str) -> Option<u8> {
 // Tables
 
 /// The results table as Markdown: every record of every file (`step = None`), or one step's records
-/// followed by its verification checks.
+/// followed by its verification checks. Sweep records are left out: [`sweep_table`] shows them.
 pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
+    let shown = |r: &StepRecord| !r.sweep && step.is_none_or(|s| r.step == s);
     let rows: Vec<(&ResultsFile, &StepRecord)> = files
         .iter()
         .flat_map(|f| f.records.iter().map(move |r| (f, r)))
-        .filter(|(_, r)| step.is_none_or(|s| r.step == s))
+        .filter(|(_, r)| shown(r))
         .collect();
     if rows.is_empty() {
         return match step {
@@ -374,7 +431,7 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
          against the reference in brackets.\n\n",
     );
     for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
-        let _ = writeln!(out, "{}\n", device_text(file, step));
+        let _ = writeln!(out, "{}\n", device_text(file, shown));
     }
     if let Some(s) = step {
         let _ = writeln!(out, "Timing of every recorded run of step {s:02}:\n");
@@ -410,6 +467,94 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
         }
         let _ = writeln!(out, "\nTo repeat a run exactly: `{}`.", rerun_command(rows[0].1));
     }
+    out
+}
+
+/// The size sweep as Markdown: one row per sweep record, by GPU, then step, then shape in the sweep's
+/// order; then what the ratio means, the devices, and how to repeat each sweep.
+pub fn sweep_table(files: &[ResultsFile]) -> String {
+    let mut rows: Vec<(&ResultsFile, &StepRecord)> = Vec::new();
+    for file in files {
+        let mut swept: Vec<&StepRecord> = file.records.iter().filter(|r| r.sweep).collect();
+        let order = crate::sweep::axis_order(swept.iter().map(|r| r.shape));
+        swept.sort_by_key(|r| (r.step, order.iter().position(|s| *s == r.shape)));
+        rows.extend(swept.into_iter().map(|r| (file, r)));
+    }
+    if rows.is_empty() {
+        return format!(
+            "No size sweep has been recorded yet: {} records one here.\n",
+            sweep_hint()
+        );
+    }
+    let header = [
+        "GPU",
+        "step",
+        "shape",
+        "median ms",
+        "TFLOPS",
+        "cuBLAS bf16 TFLOPS",
+        "× cuBLAS bf16",
+        "SM clock, MHz",
+        "rel. error vs previous",
+        "rel. error vs cuBLAS",
+    ];
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let align: Vec<&str> = (0..header.len())
+        .map(|i| if i >= 3 { "---:" } else { ":---" })
+        .collect();
+    let _ = writeln!(out, "|{}|", align.join("|"));
+    for (file, r) in &rows {
+        let cells = [
+            file.device.name.clone(),
+            r.label(),
+            shape_text(r),
+            significant(r.time.median_ms, 3),
+            significant(r.time.tflops, 3),
+            significant(r.cublas_bf16.tflops, 3),
+            ratio_text(Some(r.ratio_bf16)),
+            r.clocks
+                .as_ref()
+                .map_or_else(|| "—".into(), |c| c.sm_mhz_median.to_string()),
+            check_text(r, false),
+            check_text(r, true),
+        ];
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out.push('\n');
+    out.push_str(
+        "At every shape the step was first verified, against the previous step and against cuBLAS bf16 on the \
+         same inputs, then timed in one loop with cuBLAS bf16, the two launched in turn; × cuBLAS is the ratio \
+         of the two medians from that loop (above 1: the step is faster). The SM clock is NVML's median while \
+         that loop ran.\n\n",
+    );
+    for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
+        let _ = writeln!(out, "{}\n", device_text(file, |r| r.sweep));
+    }
+    let mut repeat = Vec::new();
+    for (file, r) in &rows {
+        let same_step: Vec<u64> = rows
+            .iter()
+            .filter(|(g, q)| std::ptr::eq(*g, *file) && q.step == r.step)
+            .map(|(_, q)| q.seed)
+            .collect();
+        let seed = if same_step.iter().all(|s| *s == same_step[0]) {
+            format!(" --seed {}", same_step[0])
+        } else {
+            String::new()
+        };
+        let line = format!(
+            "- {}, {}: `cargo run --release --bin {} -- --sweep{seed}`",
+            file.device.name,
+            r.label(),
+            r.step_id()
+        );
+        if !repeat.contains(&line) {
+            repeat.push(line);
+        }
+    }
+    let _ = writeln!(out, "To repeat a sweep:\n\n{}", repeat.join("\n"));
     out
 }
 
@@ -550,14 +695,10 @@ fn clocks_seen(shown: &[&StepRecord]) -> String {
     format!("; SM clock while timing {low}–{high} MHz ({medians}, NVML)")
 }
 
-/// One paragraph on the GPU and software a file was measured with, for the rows shown.
-fn device_text(file: &ResultsFile, step: Option<u8>) -> String {
+/// One paragraph on the GPU and software a file was measured with, for the records `shown` picks.
+fn device_text(file: &ResultsFile, shown: impl Fn(&StepRecord) -> bool) -> String {
     let d = &file.device;
-    let shown: Vec<&StepRecord> = file
-        .records
-        .iter()
-        .filter(|r| step.is_none_or(|s| r.step == s))
-        .collect();
+    let shown: Vec<&StepRecord> = file.records.iter().filter(|r| shown(r)).collect();
     let mut dates: Vec<&str> = shown.iter().map(|r| r.date.get(..10).unwrap_or(&r.date)).collect();
     dates.sort_unstable();
     dates.dedup();
@@ -686,6 +827,96 @@ mod tests {
             text.contains("Step 02 has not been recorded") && text.contains("--bin step02"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn sweep_directives_with_and_without_sweep_records() {
+        // No sweep recorded: one line each that says how to record one, and nothing fails.
+        let plain = LadderResults::new(vec![file()]);
+        let text = plain
+            .expand(
+                "{{#ladder-sweep-figure}}\n\n{{#ladder-sweep-table}}\n",
+                Path::new("results.md"),
+            )
+            .unwrap();
+        assert!(
+            text.contains("No size sweep has been drawn yet")
+                && text.contains("No size sweep has been recorded yet")
+                && text.contains("-- --sweep`"),
+            "{text}"
+        );
+        assert!(!text.contains("{{#") && !text.contains('|'), "{text}");
+        let empty = LadderResults::new(Vec::new());
+        assert!(empty
+            .expand("{{#ladder-sweep-table}}", Path::new("x.md"))
+            .unwrap()
+            .contains("No size sweep has been recorded yet"));
+
+        // Swept: the figure and a table of the sweep records only, in the sweep's shape order.
+        let swept = LadderResults::new(vec![crate::figure_sweep::tests::synthetic()]);
+        let figure = swept
+            .expand("{{#ladder-sweep-figure}}", Path::new("results.md"))
+            .unwrap();
+        assert_eq!(
+            figure.trim(),
+            "![Size sweep on NVIDIA H200](figures/sweep-nvidia-h200.svg)"
+        );
+        let nested = swept.expand("{{#ladder-sweep-figure}}", Path::new("a/b.md")).unwrap();
+        assert!(nested.contains("](../figures/sweep-nvidia-h200.svg)"));
+        let table = swept
+            .expand("{{#ladder-sweep-table}}", Path::new("results.md"))
+            .unwrap();
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| NVIDIA H200 |")).collect();
+        assert_eq!(rows.len(), 16, "{table}");
+        assert!(
+            rows[0].starts_with("| NVIDIA H200 | 08 pipeline | 1024³ |"),
+            "{}",
+            rows[0]
+        );
+        assert!(
+            rows[8].starts_with("| NVIDIA H200 | 10 persistent | 1024³ |"),
+            "{}",
+            rows[8]
+        );
+        assert!(
+            rows[13].contains("| 4096×14336×4096 |") && rows[13].contains("| 1.01 |"),
+            "{}",
+            rows[13]
+        );
+        assert!(
+            rows[14].contains("| 8192×8192×1024 |") && rows[14].contains("| 0.930 |"),
+            "{}",
+            rows[14]
+        );
+        assert!(rows.iter().all(|r| r.contains("| 1755 |")), "{table}");
+        assert!(
+            table.contains("`cargo run --release --bin step10 -- --sweep --seed 42`"),
+            "{table}"
+        );
+        assert!(
+            table.contains("`cargo run --release --bin step08 -- --sweep --seed 42`"),
+            "{table}"
+        );
+        assert!(table.contains("**NVIDIA H200**"), "{table}");
+        assert!(swept
+            .expand("{{#ladder-sweep-table step10}}", Path::new("x.md"))
+            .is_err());
+        assert!(swept.expand("{{#ladder-sweep-figure x}}", Path::new("x.md")).is_err());
+    }
+
+    #[test]
+    fn the_ladder_and_step_tables_leave_sweep_records_out() {
+        let pass = LadderResults::new(vec![crate::figure_sweep::tests::synthetic()]);
+        let all = pass.expand("{{#ladder-table}}", Path::new("results.md")).unwrap();
+        let rows: Vec<&str> = all.lines().filter(|l| l.starts_with("| NVIDIA H200 |")).collect();
+        assert_eq!(rows.len(), 1, "only the plain run of step 10: {all}");
+        assert!(rows[0].contains("| 4096³ |"));
+        let step = pass.expand("{{#ladder-table step10}}", Path::new("s.md")).unwrap();
+        assert!(!step.contains("1024³") && !step.contains("4096×14336×4096"), "{step}");
+        assert!(pass
+            .expand("{{#ladder-table step08}}", Path::new("s.md"))
+            .unwrap()
+            .contains("Step 08 has not been recorded"));
     }
 
     #[test]

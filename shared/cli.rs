@@ -49,6 +49,8 @@ pub struct CommonArgs {
     /// The book folder whose src/results receives the results (default: ./book, else the crate's).
     #[arg(long)]
     pub book: Option<PathBuf>,
+    #[arg(long, help = crate::sweep::help(), conflicts_with_all = ["size", "m", "n", "k"])]
+    pub sweep: bool,
 }
 
 #[derive(Debug, Parser)]
@@ -89,6 +91,18 @@ pub struct LadderArgs {
     /// Do not build the book at the end.
     #[arg(long)]
     pub no_book: bool,
+}
+
+impl LadderArgs {
+    /// Refuses what parses but means nothing: `--sweep` with `--book-only` (a sweep needs the GPU).
+    pub fn check(&self) -> Result<()> {
+        if self.common.sweep && self.book_only {
+            return Err(Error::Usage(
+                "--sweep runs the top step on the GPU; --book-only runs nothing: choose one".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl CommonArgs {
@@ -203,17 +217,25 @@ pub fn step_main(id: u8) -> Result<()> {
     if let Some(what) = args.emit {
         return emit(step, what, args.arch.as_deref());
     }
-    let shapes = args.common.shapes();
+    let shapes = if args.common.sweep {
+        crate::sweep::SHAPES.to_vec()
+    } else {
+        args.common.shapes()
+    };
     for shape in &shapes {
         shape.check(&step.binary())?;
     }
-    let mut gpu = Some(open_for_running()?);
+    let gpu = open_for_running()?;
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
     println!(
         "{}: {} — seed {seed} (repeat with --seed {seed})",
         step.binary(),
         step.title
     );
+    if args.common.sweep {
+        return sweep_main(&args.common, gpu, step, seed);
+    }
+    let mut gpu = Some(gpu);
     let mut records = Vec::new();
     for shape in shapes {
         let mut session = Session::new(gpu.take().expect("one GPU per shape, returned below"), shape, seed)?;
@@ -229,16 +251,52 @@ pub fn step_main(id: u8) -> Result<()> {
     record(&args.common, &gpu, &records)
 }
 
+/// `--sweep`: the step at every shape of [`crate::sweep::SHAPES`], then one table, the records (marked
+/// as a sweep) and the figures. Exits non-zero when a shape failed verification, after recording the
+/// others.
+fn sweep_main(args: &CommonArgs, gpu: Gpu, step: &'static Step, seed: u64) -> Result<()> {
+    let crate::sweep::Outcome {
+        gpu,
+        records,
+        failures,
+        skipped,
+    } = crate::sweep::run(gpu, step, seed, &args.options())?;
+    if !records.is_empty() {
+        report::print_results(&records);
+    } else if args.check && failures.is_empty() {
+        println!(
+            "{} passed verification at {} of the sweep's {} shapes",
+            step.binary(),
+            crate::sweep::SHAPES.len() - skipped.len(),
+            crate::sweep::SHAPES.len()
+        );
+    }
+    if !skipped.is_empty() {
+        let list: Vec<String> = skipped.iter().map(|s| s.to_string()).collect();
+        println!("skipped for lack of GPU memory: {}", list.join(", "));
+    }
+    record(args, &gpu, &records)?;
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Verification(format!(
+            "{} failed verification (see above)",
+            failures.join(", ")
+        )))
+    }
+}
+
 /// `ladder`: every step in order, one table, the figure, the book.
 pub fn ladder_main() -> Result<()> {
     let args = LadderArgs::parse();
+    args.check()?;
     let book_dir = args.common.book_dir();
     let gpu = if args.book_only {
         None
     } else {
         match Gpu::open() {
             Ok(gpu) => Some(gpu),
-            Err(e @ (Error::NoDriver | Error::NoDevice(_))) => {
+            Err(e @ (Error::NoDriver | Error::NoDevice(_))) if !args.common.sweep => {
                 println!("no GPU here ({e}); building the book from the recorded results");
                 None
             }
@@ -267,6 +325,16 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
         "{} (compute capability {}), driver {}, NVRTC {} — seed {seed} (repeat with --seed {seed})",
         gpu.info.name, gpu.info.compute_capability, gpu.info.driver, gpu.info.nvrtc
     );
+    if args.common.sweep {
+        // The sweep of the ladder is the sweep of its top rung on this GPU.
+        let top = top_step(gpu.major, gpu.minor).ok_or_else(|| Error::Unsupported {
+            step: "ladder --sweep".into(),
+            needs: steps::ALL.last().map(|s| s.needs()).unwrap_or_default(),
+            found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
+        })?;
+        println!("sweeping {}: {}", top.binary(), top.title);
+        return sweep_main(&args.common, gpu, top, seed);
+    }
     let shapes = args.common.shapes();
     let runnable: Vec<&Step> = steps::ALL
         .iter()
@@ -324,12 +392,89 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
     }
 }
 
+/// The highest step with a kernel for a GPU of compute capability `major.minor`.
+pub fn top_step(major: u32, minor: u32) -> Option<&'static Step> {
+    steps::ALL
+        .iter()
+        .copied()
+        .rev()
+        .find(|s| s.kernel_for_device(major, minor).is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn step_args(args: &[&str]) -> StepArgs {
         StepArgs::try_parse_from(std::iter::once("step08").chain(args.iter().copied())).unwrap()
+    }
+
+    fn ladder_args(args: &[&str]) -> std::result::Result<LadderArgs, clap::Error> {
+        LadderArgs::try_parse_from(std::iter::once("ladder").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn sweep_parses_lists_its_shapes_in_the_help_and_excludes_other_shapes() {
+        let args = step_args(&["--sweep", "--seed", "7", "--iters", "20"]);
+        assert!(args.common.sweep && args.check().is_ok());
+        assert_eq!((args.common.seed, args.common.iters), (Some(7), Some(20)));
+        assert!(!step_args(&[]).common.sweep);
+        // Verify-only sweeps and sweeps without recording are fine.
+        assert!(step_args(&["--sweep", "--check", "--no-record"]).common.check);
+        for shape in [&["--size", "4096"][..], &["--m", "4096"], &["--n", "8"], &["--k", "64"]] {
+            let argv = std::iter::once("step10")
+                .chain(["--sweep"])
+                .chain(shape.iter().copied());
+            let err = StepArgs::try_parse_from(argv).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict, "{shape:?}");
+        }
+        let help = <StepArgs as clap::CommandFactory>::command().render_help().to_string();
+        assert!(help.contains("--sweep"), "{help}");
+        for s in crate::sweep::SHAPES {
+            assert!(help.contains(&s.to_string()), "{s} missing from\n{help}");
+        }
+
+        let ladder = ladder_args(&["--sweep", "--no-book"]).unwrap();
+        assert!(ladder.common.sweep && ladder.check().is_ok());
+        let err = ladder_args(&["--sweep", "--book-only"]).unwrap().check().unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(ladder_args(&["--book-only"]).unwrap().check().is_ok());
+    }
+
+    #[test]
+    fn the_top_step_is_the_highest_with_a_kernel_for_the_gpu() {
+        let hopper = top_step(9, 0).unwrap();
+        assert_eq!(
+            Some(hopper.id),
+            steps::ALL
+                .iter()
+                .rev()
+                .find(|s| s.kernel_for_device(9, 0).is_some())
+                .map(|s| s.id)
+        );
+        assert!(hopper.id >= 10, "{}", hopper.binary());
+        // An Ampere GPU has the CUDA-core steps only.
+        assert_eq!(top_step(8, 0).map(|s| s.id), Some(3));
+        assert!(top_step(7, 5).is_none());
+    }
+
+    /// Each `stepNN` binary runs step NN: a `--sweep` of step 10 must not sweep step 09.
+    #[test]
+    fn every_step_binary_runs_its_own_step() {
+        for step in steps::ALL {
+            let main = format!(
+                "{}/steps/step{:02}_{}/main.rs",
+                env!("CARGO_MANIFEST_DIR"),
+                step.id,
+                step.name
+            );
+            let text = std::fs::read_to_string(&main).unwrap_or_else(|e| panic!("{main}: {e}"));
+            assert!(
+                text.contains(&format!("cli::step_main({})", step.id)),
+                "{main} does not call cli::step_main({})",
+                step.id
+            );
+        }
     }
 
     #[test]

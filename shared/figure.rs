@@ -22,16 +22,21 @@ pub fn ladder_svg_path(book_dir: &Path, slug: &str) -> PathBuf {
     figures_dir(book_dir).join(format!("ladder-{slug}.svg"))
 }
 
-/// Draws the ladder of every results file under `book_dir` into `book/src/figures`, and the figures
-/// computed from the encodings rather than from measurements (the swizzle bank picture,
-/// [`crate::figure_banks`]). A figure whose SVG is already up to date is left untouched. Returns the
-/// ladder figure paths, in results-file order.
+/// Draws the ladder of every results file under `book_dir` into `book/src/figures`, its size sweep
+/// when it has sweep records ([`crate::figure_sweep`]), and the figures computed from the encodings
+/// rather than from measurements (the swizzle bank picture, [`crate::figure_banks`]). A figure whose
+/// SVG is already up to date is left untouched. Returns the paths of the figures drawn from results,
+/// in results-file order (each file's ladder, then its sweep).
 pub fn regenerate_all(book_dir: &Path) -> Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
     for file in results::load_all(book_dir)? {
         let path = ladder_svg_path(book_dir, &file.slug());
         render_ladder(&file, &path)?;
         paths.push(path);
+        let sweep = crate::figure_sweep::sweep_svg_path(book_dir, &file.slug());
+        if crate::figure_sweep::render_sweep(&file, &sweep)? {
+            paths.push(sweep);
+        }
     }
     crate::figure_banks::render_swizzle_banks(&crate::figure_banks::swizzle_banks_svg_path(book_dir))?;
     Ok(paths)
@@ -45,23 +50,23 @@ pub fn render_ladder(file: &ResultsFile, out: &Path) -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Shared drawing style
 
-const FONT: &str = "sans-serif";
-const INK: RGBColor = RGBColor(40, 40, 40);
-const GRID: RGBColor = RGBColor(225, 225, 225);
-const GRID_BOLD: RGBColor = RGBColor(190, 190, 190);
-const TRANSPARENT: RGBAColor = RGBAColor(0, 0, 0, 0.0);
+pub(crate) const FONT: &str = "sans-serif";
+pub(crate) const INK: RGBColor = RGBColor(40, 40, 40);
+pub(crate) const GRID: RGBColor = RGBColor(225, 225, 225);
+pub(crate) const GRID_BOLD: RGBColor = RGBColor(190, 190, 190);
+pub(crate) const TRANSPARENT: RGBAColor = RGBAColor(0, 0, 0, 0.0);
 /// One colour per measured size, in increasing size order (4096 blue, 8192 orange, ...).
-const SERIES: [RGBColor; 5] = [
+pub(crate) const SERIES: [RGBColor; 5] = [
     RGBColor(31, 100, 180),
     RGBColor(230, 110, 0),
     RGBColor(40, 150, 60),
     RGBColor(140, 80, 170),
     RGBColor(120, 90, 70),
 ];
-const CUBLAS_BF16: RGBColor = RGBColor(190, 30, 45);
+pub(crate) const CUBLAS_BF16: RGBColor = RGBColor(190, 30, 45);
 const CUBLAS_SGEMM: RGBColor = RGBColor(90, 90, 90);
 
-fn draw_error(what: &str) -> impl FnOnce(DrawingAreaErrorKind<std::io::Error>) -> Error + '_ {
+pub(crate) fn draw_error(what: &str) -> impl FnOnce(DrawingAreaErrorKind<std::io::Error>) -> Error + '_ {
     move |e| Error::Other(format!("drawing {what}: {e}"))
 }
 
@@ -142,7 +147,7 @@ impl LadderData {
         let square: Vec<&StepRecord> = file
             .records
             .iter()
-            .filter(|r| r.shape.m == r.shape.n && r.shape.n == r.shape.k && r.time.tflops > 0.0)
+            .filter(|r| !r.sweep && r.shape.m == r.shape.n && r.shape.n == r.shape.k && r.time.tflops > 0.0)
             .collect();
         let mut steps: BTreeMap<u8, String> = BTreeMap::new();
         let mut series: BTreeMap<usize, Vec<(u8, f64)>> = BTreeMap::new();
@@ -500,5 +505,26 @@ mod tests {
         if let Ok(out) = std::env::var("GEMM_LADDER_FIGURE_OUT") {
             render_ladder(&file, Path::new(&out)).unwrap();
         }
+    }
+
+    #[test]
+    fn a_file_with_sweep_records_gets_a_sweep_figure_and_its_ladder_leaves_them_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let book = dir.path();
+        let file = crate::figure_sweep::tests::synthetic();
+        crate::results::record(book, &file.device, &file.records).unwrap();
+        let paths = regenerate_all(book).unwrap();
+        assert_eq!(
+            paths,
+            [
+                book.join("src/figures/ladder-nvidia-h200.svg"),
+                book.join("src/figures/sweep-nvidia-h200.svg")
+            ]
+        );
+        // The ladder holds the one plain run (step 10 at 4096³), not the sixteen sweep records.
+        let data = LadderData::of(&crate::results::load_all(book).unwrap()[0]);
+        assert_eq!(data.steps, [(10, "10 persistent".to_string())]);
+        assert_eq!(data.series.keys().copied().collect::<Vec<_>>(), [4096]);
+        assert_eq!(data.series[&4096].len(), 1);
     }
 }

@@ -117,6 +117,11 @@ pub struct StepRecord {
     /// The kernel file, from the crate root: `steps/step01_naive/kernel.cu`.
     pub kernel: String,
     pub shape: Shape,
+    /// Made by `--sweep` (the size sweep, `{{#ladder-sweep-…}}` in the book), not by a plain run: the
+    /// step chapters' tables and the ladder leave these out. Written only when true, so files from
+    /// before the sweep read back unchanged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sweep: bool,
     pub seed: u64,
     /// When it ran, UTC, RFC 3339: `2025-11-21T04:26:00Z`.
     pub date: String,
@@ -167,8 +172,10 @@ impl StepRecord {
         self.static_smem_bytes.unwrap_or(0) + self.dynamic_smem_bytes
     }
 
-    fn key(&self) -> (u8, Shape) {
-        (self.step, self.shape)
+    /// What a new record replaces: a sweep record replaces a sweep record of the same step and shape,
+    /// and a plain run a plain run, so the two kinds never overwrite each other.
+    fn key(&self) -> (u8, Shape, bool) {
+        (self.step, self.shape, self.sweep)
     }
 }
 
@@ -185,7 +192,7 @@ impl ResultsFile {
         slug(&self.device.name)
     }
 
-    /// Adds `new` records, replacing any with the same (step, shape), and sorts by (step, shape).
+    /// Adds `new` records, replacing any with the same (step, shape, sweep), and sorts by that key.
     /// When `new` itself repeats a key, the last one wins.
     pub fn merge(&mut self, new: &[StepRecord]) {
         for record in new {
@@ -229,7 +236,7 @@ pub fn results_path(book_dir: &Path, device_name: &str) -> PathBuf {
 }
 
 /// Adds `records` to the results file of `device` (creating it if needed), replacing records of the
-/// same (step, shape), updates the device information, and writes the file atomically. Returns its path.
+/// same (step, shape, sweep), updates the device information, and writes the file atomically. Returns its path.
 pub fn record(book_dir: &Path, device: &DeviceInfo, records: &[StepRecord]) -> Result<PathBuf> {
     let path = results_path(book_dir, &device.name);
     let mut file = if path.exists() {
@@ -413,6 +420,7 @@ pub(crate) mod tests {
             arch: "sm_90".into(),
             kernel: format!("steps/step{step:02}_{name}/kernel.cu"),
             shape,
+            sweep: false,
             seed: 42,
             date: "2025-11-21T04:26:00Z".into(),
             git: "abc1234".into(),
@@ -637,6 +645,33 @@ pub(crate) mod tests {
             (r.timing_method, &r.warmup_ms, &r.clocks),
             (TimingMethod::Sequential, &None, &None)
         );
+    }
+
+    /// A sweep record and a plain run of the same step and shape are kept side by side; `sweep` is
+    /// written only when true, so a file without sweep records is what it was before the field.
+    #[test]
+    fn sweep_records_sit_beside_plain_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = record_of(10, "persistent", 4096, 0.2);
+        let swept = StepRecord {
+            sweep: true,
+            ..record_of(10, "persistent", 4096, 0.19)
+        };
+        let path = record(dir.path(), &device("NVIDIA H200"), std::slice::from_ref(&plain)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("sweep"), "{text}");
+        record(dir.path(), &device("NVIDIA H200"), std::slice::from_ref(&swept)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches("\"sweep\": true").count(), 1, "{text}");
+        // A new sweep replaces the old sweep record and leaves the plain run alone.
+        let again = StepRecord {
+            sweep: true,
+            ..record_of(10, "persistent", 4096, 0.18)
+        };
+        record(dir.path(), &device("NVIDIA H200"), &[again]).unwrap();
+        let back = load(&path).unwrap().records;
+        let kept: Vec<(bool, f64)> = back.iter().map(|r| (r.sweep, r.time.median_ms)).collect();
+        assert_eq!(kept, [(false, 0.2), (true, 0.18)]);
     }
 
     #[test]

@@ -397,6 +397,7 @@ impl Session {
             arch: kernel.arch.sm(),
             kernel: kernel.file.path.to_string(),
             shape: self.shape,
+            sweep: false,
             seed: self.seed(),
             date: crate::results::utc_now_rfc3339(),
             git: crate::GIT_REVISION.to_string(),

@@ -2,11 +2,11 @@
 //! committed figures are exactly what the committed results draw. No GPU needed.
 
 use gemm_ladder::book::{self, LadderResults};
-use gemm_ladder::figure;
 use gemm_ladder::nvml::ClockSummary;
 use gemm_ladder::problem::Shape;
 use gemm_ladder::results::{self, DeviceInfo, ResultsFile, StepRecord, Timing, TimingMethod};
 use gemm_ladder::verify::Check;
+use gemm_ladder::{figure, figure_sweep};
 use std::path::{Path, PathBuf};
 
 fn book_dir() -> PathBuf {
@@ -109,6 +109,21 @@ fn book_builds_with_includes_resolved_and_directives_expanded() {
         // An image per GPU, or (before the figures are drawn) a note saying how to draw them.
         assert!(results.contains("figures/ladder-") || results.contains("not drawn yet"));
     }
+    // The size sweep: its figure and table, or one line each saying that none has been recorded.
+    assert!(results.contains("Size sweep"), "results.html has no size sweep section");
+    let swept = results::load_all(&book_dir())
+        .unwrap()
+        .iter()
+        .any(|f| f.records.iter().any(|r| r.sweep));
+    if swept {
+        assert!(results.contains("figures/sweep-") || results.contains("not drawn yet"));
+        assert!(results.contains("To repeat a sweep"));
+    } else {
+        assert!(
+            results.contains("No size sweep has been drawn yet")
+                && results.contains("No size sweep has been recorded yet")
+        );
+    }
 }
 
 #[test]
@@ -135,6 +150,31 @@ fn committed_figures_match_committed_results() {
             "{} is not what its results draw; regenerate it with `cargo run --release --bin ladder -- --book-only`",
             committed.display()
         );
+
+        // The size sweep's figure, for a file with sweep records; none for a file without.
+        let committed = figure_sweep::sweep_svg_path(&dir, &file.slug());
+        let fresh = tmp.path().join("sweep.svg");
+        let _ = std::fs::remove_file(&fresh);
+        if figure_sweep::render_sweep(file, &fresh).unwrap() {
+            let expected = std::fs::read(&committed).unwrap_or_else(|e| {
+                panic!(
+                    "{} is missing ({e}); run `cargo run --release --bin ladder -- --book-only`",
+                    committed.display()
+                )
+            });
+            assert!(
+                std::fs::read(&fresh).unwrap() == expected,
+                "{} is not what its results draw; regenerate it with `cargo run --release --bin ladder -- --book-only`",
+                committed.display()
+            );
+        } else {
+            assert!(
+                !committed.exists(),
+                "{} is committed but {} has no sweep records",
+                committed.display(),
+                file.device.name
+            );
+        }
     }
 }
 
@@ -168,6 +208,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         arch: "sm_90".into(),
         kernel: "steps/step02_smem_tiling/kernel.cu".into(),
         shape,
+        sweep: false,
         seed: 987_654_321,
         date: "2025-11-21T04:26:07Z".into(),
         git: "0123abc".into(),
