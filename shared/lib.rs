@@ -16,6 +16,7 @@ pub mod figure_banks;
 pub mod figure_sweep;
 pub mod gpu;
 pub mod libs;
+pub mod mx;
 pub mod nvml;
 pub mod nvrtc;
 pub mod problem;
