@@ -150,3 +150,66 @@ __device__ __forceinline__ void tma_load_2d_2sm(void* destination, const TensorM
         : "memory");
 }
 // ANCHOR_END: tma_2sm
+
+// ---------------------------------------------------------------------------------------------------
+// Block-scaled 2-SM MMA (step 11, MXFP8). The scale factors are a third and fourth operand that the
+// tensor cores read from TMEM, so they take a path of their own: global -> shared (bulk copy) ->
+// TMEM (tcgen05.cp) -> MMA.
+
+// ANCHOR: tcgen05_cp
+// Copy one 512-byte scale tile (32 rows of 16 bytes: the blocked ((32,4),4) layout, shared/mx.rs) from
+// shared memory at `s_desc` (a no-swizzle descriptor, shared/encoding.rs
+// `sm100_mx::scale_tile_smem_descriptor`) to TMEM at `taddr`: 4 columns, and `.warpx4` repeats the 32
+// rows in all four 32-lane quarters, so lane l, column j holds rows l % 32 + 32·j, one K-block a byte.
+// `.cta_group::2`: issued by ONE thread of the leader, it copies each block's tile (same shared-memory
+// offset) into that block's TMEM (same address). Asynchronous; a tcgen05.mma issued after it by the same
+// thread sees its data (PTX ISA "Pipelined tcgen05 instructions": tcgen05.cp -> tcgen05.mma), and a
+// later tcgen05.commit tracks it.
+__device__ __forceinline__ void tcgen05_cp_32x128b_warpx4_2sm(u32 taddr, u64 s_desc) {
+    asm volatile("tcgen05.cp.cta_group::2.32x128b.warpx4 [%0], %1;" ::"r"(taddr), "l"(s_desc) : "memory");
+}
+// ANCHOR_END: tcgen05_cp
+
+// ANCHOR: umma_mx_2sm
+// D (+)= (A · scale_A) · (B · scale_B)ᵀ over the pair, one block-scaled MMA: A, B in fp8 (types in
+// `idesc`, shared/encoding.rs `sm100_mx::instr_descriptor_mxf8f6f4_2sm`), K = 32 (one scale block), one
+// e8m0 scale per row and 32 elements of K, D in fp32. `sfa_tmem` / `sfb_tmem` are the TMEM addresses of
+// the copied scale tiles (A: 4 columns, rows of this block's half; B: 8 columns, all N = 256 rows of
+// the pair's B, in both blocks); the scale-factor ids in `idesc` pick the byte (the K-block) of each
+// cell. Otherwise as umma_f16_2sm: one thread of the leader, asynchronous, completion via commit.
+__device__ __forceinline__ void umma_mxf8f6f4_block32_2sm(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc,
+                                                          u32 sfa_tmem, u32 sfb_tmem, bool accumulate) {
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %6, 0;\n"
+        "tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.block32 [%0], %1, %2, %3, [%4], [%5], accumulate;\n"
+        "}\n" ::"r"(d_tmem),
+        "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(sfa_tmem), "r"(sfb_tmem), "r"(static_cast<u32>(accumulate))
+        : "memory");
+}
+// ANCHOR_END: umma_mx_2sm
+
+// ANCHOR: relay
+// Arrive once on `barrier` in block `rank`, releasing at cluster scope: what this thread has observed
+// (a completed bulk copy into this block's shared memory, through its own mbarrier wait) is visible to
+// the block that waits on `barrier` with mbarrier_wait_acquire_cluster.
+__device__ __forceinline__ void mbarrier_arrive_release_cluster(u64* barrier, u32 rank) {
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_map_shared(barrier, rank))
+                 : "memory");
+}
+
+// mbarrier_wait with cluster-scope acquire: pairs with arrivals made from the other block of the pair.
+__device__ __forceinline__ void mbarrier_wait_acquire_cluster(u64* barrier, u32 parity) {
+    const u32 address = smem_address(barrier);
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "wait_again:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra wait_again;\n"
+        "}\n" ::"r"(address),
+        "r"(parity)
+        : "memory");
+}
+// ANCHOR_END: relay
