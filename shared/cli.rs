@@ -51,6 +51,11 @@ pub struct CommonArgs {
     pub book: Option<PathBuf>,
     #[arg(long, help = crate::sweep::help(), conflicts_with_all = ["size", "m", "n", "k"])]
     pub sweep: bool,
+    /// Also profile each recorded run under Nsight Compute (`ncu`, found on PATH or under
+    /// /opt/nvidia/nsight-compute): the step's kernel alone, one launch, clocks left alone; its
+    /// counters go into the record's `profile`. Without ncu the record keeps the computed evidence.
+    #[arg(long, conflicts_with = "check")]
+    pub profile: bool,
 }
 
 #[derive(Debug, Parser)]
@@ -65,6 +70,11 @@ pub struct StepArgs {
     /// Only with --emit: a run always compiles for the GPU it runs on.
     #[arg(long)]
     pub arch: Option<String>,
+    /// Steps 08-10 on Hopper: build the kernel with timeline stamps (-DTIMELINE=1), check and time it
+    /// against the plain build (the overhead), run it once at the first shape and draw what a few SMs
+    /// did: figures/timeline-stepNN-<gpu>.svg and results/timelines/timeline-stepNN-<gpu>.json.
+    #[arg(long, conflicts_with_all = ["sweep", "check", "profile", "emit"])]
+    pub timeline: bool,
 }
 
 impl StepArgs {
@@ -211,6 +221,9 @@ fn open_for_running() -> Result<Gpu> {
 
 /// `stepNN`: compile → verify against the predecessor and cuBLAS → time → table → record → figure.
 pub fn step_main(id: u8) -> Result<()> {
+    if let Some(child) = crate::evidence::child_main_if_requested() {
+        return child;
+    }
     let args = StepArgs::parse();
     args.check()?;
     let step = steps::get(id)?;
@@ -232,6 +245,10 @@ pub fn step_main(id: u8) -> Result<()> {
         step.binary(),
         step.title
     );
+    if args.timeline {
+        let book = args.common.book_dir();
+        return crate::timeline::timeline_main(step, gpu, shapes[0], seed, args.common.iters, book.as_deref());
+    }
     if args.common.sweep {
         return sweep_main(&args.common, gpu, step, seed);
     }
@@ -245,6 +262,9 @@ pub fn step_main(id: u8) -> Result<()> {
         gpu = Some(session.into_gpu());
     }
     let gpu = gpu.expect("returned by the last session");
+    if args.common.profile {
+        crate::evidence::profile_records(&mut records, seed);
+    }
     if !records.is_empty() {
         report::print_results(&records);
     }
@@ -288,6 +308,9 @@ fn sweep_main(args: &CommonArgs, gpu: Gpu, step: &'static Step, seed: u64) -> Re
 
 /// `ladder`: every step in order, one table, the figure, the book.
 pub fn ladder_main() -> Result<()> {
+    if let Some(child) = crate::evidence::child_main_if_requested() {
+        return child;
+    }
     let args = LadderArgs::parse();
     args.check()?;
     let book_dir = args.common.book_dir();
@@ -374,6 +397,9 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
         gpu = Some(session.into_gpu());
     }
     bar.finish_and_clear();
+    if args.common.profile {
+        crate::evidence::profile_records(&mut records, seed);
+    }
     if !records.is_empty() {
         report::print_results(&records);
     }

@@ -154,6 +154,10 @@ pub struct StepRecord {
     pub dynamic_smem_bytes: u32,
     /// Local memory per thread (register spills), in bytes.
     pub local_bytes: Option<u32>,
+    /// What explains the time: computed figures on every run, Nsight Compute's counters after
+    /// `--profile` ([`crate::evidence`]). Absent in files from before it; written only when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::evidence::Profile>,
 }
 
 impl StepRecord {
@@ -454,6 +458,7 @@ pub(crate) mod tests {
             static_smem_bytes: Some(8192),
             dynamic_smem_bytes: 0,
             local_bytes: Some(0),
+            profile: None,
         }
     }
 

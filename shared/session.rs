@@ -153,7 +153,8 @@ impl Session {
         self.inputs.seed
     }
 
-    fn operands(&self, set: usize) -> GemmOperands {
+    /// The pointers and shape of input set `set` (the sets rotate; C is shared).
+    pub fn operands(&self, set: usize) -> GemmOperands {
         let set = set % self.device.a.len();
         GemmOperands {
             a: ptr(&self.device.a[set], &self.gpu),
@@ -414,6 +415,12 @@ impl Session {
             static_smem_bytes: kernel.static_smem_bytes,
             dynamic_smem_bytes: kernel.file.max_dynamic_smem,
             local_bytes: kernel.local_bytes,
+            profile: Some(crate::evidence::Profile {
+                source: crate::evidence::ProfileSource::Computed,
+                note: None,
+                computed: crate::evidence::computed(&self.gpu, kernel.file, &kernel.function, self.shape),
+                ncu: None,
+            }),
         };
         Ok(StepOutcome {
             checks,

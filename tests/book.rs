@@ -233,6 +233,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         static_smem_bytes: Some(8320),
         dynamic_smem_bytes: 0,
         local_bytes: Some(0),
+        profile: None,
     };
     let file = ResultsFile {
         device: DeviceInfo {

@@ -52,3 +52,6 @@ __device__ __forceinline__ u32 pack_bf16x2(float low, float high) {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(high), "f"(low));
     return r;
 }
+
+// Timeline stamps (steps 08-10): empty macros unless compiled with -DTIMELINE=1.
+#include "timeline.cuh"

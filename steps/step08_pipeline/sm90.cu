@@ -95,7 +95,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     u64* full = reinterpret_cast<u64*>(staging + C_STAGING_BYTES);
     u64* empty = full + STAGES;
 
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x; TIMELINE_INIT();
     const int warpgroup = tid / 128;
     const int m0 = blockIdx.y * BM;
     const int n0 = blockIdx.x * BN;
@@ -131,7 +131,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 mbarrier_arrive_expect_bytes(&full[stage], STAGE_BYTES);
                 tma_load_2d(a_tile(stage), &a_map, &full[stage], t * BK, m0);
                 tma_load_2d_multicast(b_tile(stage) + rank * B_SLICE_BYTES, &b_map, &full[stage], t * BK,
-                                      n0 + rank * B_SLICE_ROWS, CLUSTER_MASK);
+                                      n0 + rank * B_SLICE_ROWS, CLUSTER_MASK); TIMELINE_STAMP(TL_TMA_ISSUED);
             }
         }
         // ANCHOR_END: producer
@@ -168,21 +168,21 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // be released while the tensor cores work on this one.
         for (int t = 0; t < k_tiles; ++t) {
             const int stage = t % STAGES;
-            mbarrier_wait(&full[stage], (t / STAGES) & 1);
+            mbarrier_wait(&full[stage], (t / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
             wgmma_fence_operands(acc);
             wgmma_fence();
             #pragma unroll
             for (int s = 0; s < BK / 16; ++s) {
                 Wgmma<BN>::mma(acc, a_desc(stage, s), b_desc(stage, s), (t > 0 || s > 0) ? 1 : 0);
             }
-            wgmma_commit();
-            wgmma_wait<1>();
+            wgmma_commit(); TIMELINE_STAMP(TL_MMA_ISSUED);
+            wgmma_wait<1>(); TIMELINE_STAMP(TL_MMA_DONE);
             wgmma_fence_operands(acc);
             if (t > 0) release((t - 1) % STAGES);
         }
-        wgmma_wait<0>();
+        wgmma_wait<0>(); TIMELINE_STAMP(TL_MMA_DONE);
         wgmma_fence_operands(acc);
-        release((k_tiles - 1) % STAGES);
+        release((k_tiles - 1) % STAGES); TIMELINE_STAMP(TL_EPILOGUE_START);
         // ANCHOR_END: consumer
 
         // ANCHOR: epilogue
@@ -218,7 +218,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     tma_store_2d(&c_map, my_staging + b * C_BOX_BYTES, n0 + b * C_BOX_COLUMNS, row0);
                 }
                 tma_store_commit();
-                tma_store_wait_read<0>();
+                tma_store_wait_read<0>(); TIMELINE_STAMP(TL_EPILOGUE_END);
             }
             // ANCHOR_END: tma_store
         } else {

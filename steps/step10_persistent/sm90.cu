@@ -114,7 +114,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     u64* full = reinterpret_cast<u64*>(staging + C_STAGING_BYTES);
     u64* empty = full + STAGES;
 
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x; TIMELINE_INIT();
     const int warpgroup = tid / 128;
     const u32 rank = cluster_ctarank();
     const int k_tiles = (K + BK - 1) / BK;
@@ -155,7 +155,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             int it = 0;
             for (int index = cluster; index < order.count(); index += clusters) {
                 int m0, n0;
-                origin(index, m0, n0);
+                origin(index, m0, n0); TIMELINE_STAMP(TL_TILE_START);
                 for (int t = 0; t < k_tiles; ++t, ++it) {
                     const int stage = it % STAGES;
                     const u32 parity = (it / STAGES) & 1;
@@ -163,7 +163,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     mbarrier_arrive_expect_bytes(&full[stage], STAGE_BYTES);
                     tma_load_2d(a_tile(stage), &a_map, &full[stage], t * BK, m0);
                     tma_load_2d_multicast(b_tile(stage) + rank * B_SLICE_BYTES, &b_map, &full[stage], t * BK,
-                                          n0 + rank * B_SLICE_ROWS, CLUSTER_MASK);
+                                          n0 + rank * B_SLICE_ROWS, CLUSTER_MASK); TIMELINE_STAMP(TL_TMA_ISSUED);
                 }
             }
         }
@@ -197,7 +197,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         int it = 0;  // K tiles consumed so far, across tiles: the producer's count, in step
         for (int index = cluster; index < order.count(); index += clusters) {
             int m0, n0;
-            origin(index, m0, n0);
+            origin(index, m0, n0); TIMELINE_STAMP(TL_TILE_START);
             // ANCHOR_END: consumer_tiles
 
             // ANCHOR: consumer
@@ -205,21 +205,21 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // MMA of each tile overwrites the accumulators.
             for (int t = 0; t < k_tiles; ++t, ++it) {
                 const int stage = it % STAGES;
-                mbarrier_wait(&full[stage], (it / STAGES) & 1);
+                mbarrier_wait(&full[stage], (it / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
                 wgmma_fence_operands(acc);
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < BK / 16; ++s) {
                     Wgmma<BN>::mma(acc, a_desc(stage, s), b_desc(stage, s), (t > 0 || s > 0) ? 1 : 0);
                 }
-                wgmma_commit();
-                wgmma_wait<1>();
+                wgmma_commit(); TIMELINE_STAMP(TL_MMA_ISSUED);
+                wgmma_wait<1>(); TIMELINE_STAMP(TL_MMA_DONE);
                 wgmma_fence_operands(acc);
                 if (t > 0) release((it - 1) % STAGES);
             }
-            wgmma_wait<0>();
+            wgmma_wait<0>(); TIMELINE_STAMP(TL_MMA_DONE);
             wgmma_fence_operands(acc);
-            release((it - 1) % STAGES);
+            release((it - 1) % STAGES); TIMELINE_STAMP(TL_EPILOGUE_START);
             // ANCHOR_END: consumer
 
             // ANCHOR: epilogue
@@ -252,7 +252,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     named_barrier_sync(1 + consumer, 128);
                     if (ctid == 0) {
                         tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
-                        tma_store_commit();
+                        tma_store_commit(); TIMELINE_STAMP(TL_EPILOGUE_END);
                     }
                 }
                 // ANCHOR_END: chunks

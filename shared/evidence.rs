@@ -1,0 +1,830 @@
+//! Evidence for every rung: what explains a step's time, recorded with the step (`profile` in its
+//! record of the results file).
+//!
+//! Two sources, and the record says which:
+//! - **computed** (every run): what the program knows without a profiler — the flops, the bytes the
+//!   algorithm must move at the least (A and B read once, C written once), the block size, and the
+//!   theoretical occupancy the driver's occupancy calculator gives for the loaded function.
+//! - **ncu** (`stepNN --profile`, `ladder --profile`, where Nsight Compute is installed): the program
+//!   re-runs itself under `ncu` for the step's kernel alone (one launch, clocks left alone), reads
+//!   ncu's raw CSV page and keeps a fixed set of counters ([`QUANTITIES`]) and the top stall reasons.
+//!
+//! Counter names change between Nsight Compute versions and GPU families; [`QUANTITIES`] is the one
+//! table that maps what the book shows to the names ncu may use for it, in order of preference.
+
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+use crate::problem::Shape;
+use crate::registry::KernelFile;
+use crate::results::StepRecord;
+use cudarc::driver::sys::CUdevice_attribute_enum as DevAttr;
+use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
+use cudarc::driver::CudaFunction;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Where a record's evidence came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileSource {
+    /// Nsight Compute's counters (and the computed figures).
+    Ncu,
+    /// Only what the program computes itself.
+    Computed,
+}
+
+/// The `profile` object of a record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub source: ProfileSource,
+    /// Why there are no counters, when `source` is `computed` after a `--profile` that found no
+    /// usable ncu (`ncu not found`, `ncu failed: …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub computed: Computed,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ncu: Option<NcuCounters>,
+}
+
+/// What the program knows about a run without a profiler.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Computed {
+    /// `2·M·N·K`.
+    pub flops: f64,
+    /// Bytes of A, B (read once) and C (written once): the least any GEMM must move to and from DRAM.
+    pub bytes_a: u64,
+    pub bytes_b: u64,
+    pub bytes_c: u64,
+    /// Threads per block, when the program can tell (see [`block_threads`]).
+    pub block_threads: Option<u32>,
+    /// Blocks one SM can hold, from the occupancy calculator.
+    pub blocks_per_sm: Option<u32>,
+    /// Resident warps over the SM's maximum, 0 to 1, from the occupancy calculator.
+    pub theoretical_occupancy: Option<f64>,
+}
+
+impl Computed {
+    /// `bytes_a + bytes_b + bytes_c`.
+    pub fn compulsory_bytes(&self) -> u64 {
+        self.bytes_a + self.bytes_b + self.bytes_c
+    }
+}
+
+/// The counters Nsight Compute measured for one launch of the step's kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuCounters {
+    /// `ncu --version`'s last line: `Version 2025.3.1.0 (build …)`.
+    pub tool: String,
+    /// Quantity key ([`QUANTITIES`]) → value, in base units (bytes, counts, percent, ns, Hz).
+    pub values: BTreeMap<String, f64>,
+    /// Quantity key → the ncu metric it was read from.
+    pub metrics: BTreeMap<String, String>,
+    /// The largest stall reasons, most first: warps stalled per issued instruction.
+    pub stalls: Vec<Stall>,
+}
+
+impl NcuCounters {
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.values.get(key).copied()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stall {
+    /// `long_scoreboard`, `barrier`, `math_pipe_throttle`, ...
+    pub reason: String,
+    /// Warps stalled for this reason per issued instruction (ncu's `…_per_issue_active.ratio`).
+    pub per_issue: f64,
+}
+
+/// How a quantity is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Bytes,
+    Count,
+    Percent,
+    Nanoseconds,
+    Hertz,
+}
+
+/// One quantity the book shows, and the ncu metrics that may hold it (first found wins).
+#[derive(Debug, Clone, Copy)]
+pub struct Quantity {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub unit: Unit,
+    pub candidates: &'static [&'static str],
+}
+
+/// The one table of counter names. Several candidates: different GPU families or ncu versions name
+/// the quantity differently (the tensor pipe is `gmma` for Hopper's wgmma, `hmma` for mma.sync).
+pub const QUANTITIES: &[Quantity] = &[
+    Quantity {
+        key: "duration_ns",
+        label: "kernel time under ncu",
+        unit: Unit::Nanoseconds,
+        candidates: &["gpu__time_duration.sum"],
+    },
+    Quantity {
+        key: "sm_clock_hz",
+        label: "SM clock under ncu",
+        unit: Unit::Hertz,
+        candidates: &[
+            "smsp__cycles_elapsed.avg.per_second",
+            "sm__cycles_elapsed.avg.per_second",
+        ],
+    },
+    Quantity {
+        key: "dram_read_bytes",
+        label: "DRAM bytes read",
+        unit: Unit::Bytes,
+        candidates: &["dram__bytes_read.sum"],
+    },
+    Quantity {
+        key: "dram_write_bytes",
+        label: "DRAM bytes written",
+        unit: Unit::Bytes,
+        candidates: &["dram__bytes_write.sum"],
+    },
+    Quantity {
+        key: "dram_throughput_pct",
+        label: "DRAM throughput (% of peak)",
+        unit: Unit::Percent,
+        candidates: &[
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        ],
+    },
+    Quantity {
+        key: "l2_hit_rate_pct",
+        label: "L2 hit rate",
+        unit: Unit::Percent,
+        candidates: &["lts__t_sector_hit_rate.pct"],
+    },
+    Quantity {
+        key: "l2_sectors",
+        label: "L2 sectors for the SMs (32 B each)",
+        unit: Unit::Count,
+        candidates: &["lts__t_sectors_srcunit_tex.sum", "lts__t_sectors.sum"],
+    },
+    Quantity {
+        key: "l2_requests",
+        label: "L2 requests from the SMs",
+        unit: Unit::Count,
+        candidates: &["lts__t_requests_srcunit_tex.sum", "lts__t_requests.sum"],
+    },
+    Quantity {
+        key: "l2_throughput_pct",
+        label: "L2 throughput (% of peak)",
+        unit: Unit::Percent,
+        candidates: &["lts__throughput.avg.pct_of_peak_sustained_elapsed"],
+    },
+    Quantity {
+        key: "smem_ld_wavefronts",
+        label: "shared loads: wavefronts",
+        unit: Unit::Count,
+        candidates: &["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"],
+    },
+    Quantity {
+        key: "smem_ld_conflicts",
+        label: "shared loads: bank-conflict wavefronts",
+        unit: Unit::Count,
+        candidates: &["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"],
+    },
+    Quantity {
+        key: "smem_st_wavefronts",
+        label: "shared stores: wavefronts",
+        unit: Unit::Count,
+        candidates: &["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"],
+    },
+    Quantity {
+        key: "smem_st_conflicts",
+        label: "shared stores: bank-conflict wavefronts",
+        unit: Unit::Count,
+        candidates: &["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"],
+    },
+    Quantity {
+        key: "tensor_pipe_pct",
+        label: "tensor pipe busy (% of active cycles)",
+        unit: Unit::Percent,
+        candidates: &[
+            "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        ],
+    },
+    Quantity {
+        key: "fma_pipe_pct",
+        label: "FMA pipe busy (% of active cycles)",
+        unit: Unit::Percent,
+        candidates: &["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"],
+    },
+    Quantity {
+        key: "achieved_occupancy_pct",
+        label: "achieved occupancy",
+        unit: Unit::Percent,
+        candidates: &["sm__warps_active.avg.pct_of_peak_sustained_active"],
+    },
+    Quantity {
+        key: "issue_busy_pct",
+        label: "issue slots busy",
+        unit: Unit::Percent,
+        candidates: &[
+            "sm__inst_issued.avg.pct_of_peak_sustained_active",
+            "smsp__issue_active.avg.pct_of_peak_sustained_active",
+        ],
+    },
+];
+
+/// The stall-reason metrics ncu's WarpStateStats section collects: `<PREFIX><reason><SUFFIX>`.
+const STALL_PREFIX: &str = "smsp__average_warps_issue_stalled_";
+const STALL_SUFFIX: &str = "_per_issue_active.ratio";
+/// Stall reasons kept in a record.
+const TOP_STALLS: usize = 5;
+
+pub fn quantity(key: &str) -> Option<&'static Quantity> {
+    QUANTITIES.iter().find(|q| q.key == key)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Computed evidence
+
+/// Threads per block of a kernel file, as far as the program can tell without seeing the launch: the
+/// `THREADS` define; else, for a kernel with `__launch_bounds__`, the function's maximum threads per
+/// block (which the bounds set); else a 2D block of `BN × BM` threads (steps 01 and 02).
+pub fn block_threads(file: &KernelFile, max_threads_attribute: Option<u32>) -> Option<u32> {
+    let define = |name: &str| file.defines.iter().find(|(n, _)| *n == name).map(|(_, v)| *v as u32);
+    if let Some(threads) = define("THREADS") {
+        return Some(threads);
+    }
+    if file.source.contains("__launch_bounds__(") {
+        if let Some(threads) = max_threads_attribute {
+            return Some(threads);
+        }
+    }
+    match (define("BM"), define("BN")) {
+        (Some(bm), Some(bn)) if bm * bn <= 1024 => Some(bm * bn),
+        _ => None,
+    }
+}
+
+/// The figures of [`Computed`] that depend only on the shape.
+pub fn computed_for_shape(shape: Shape) -> Computed {
+    let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
+    Computed {
+        flops: shape.flops(),
+        bytes_a: 2 * m * k,
+        bytes_b: 2 * n * k,
+        bytes_c: 2 * m * n,
+        block_threads: None,
+        blocks_per_sm: None,
+        theoretical_occupancy: None,
+    }
+}
+
+/// Everything [`Computed`] holds, for a loaded function (needs the GPU for the occupancy calculator).
+pub fn computed(gpu: &Gpu, file: &KernelFile, function: &CudaFunction, shape: Shape) -> Computed {
+    let mut out = computed_for_shape(shape);
+    let max_threads = function
+        .get_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+        .ok()
+        .map(|v| v as u32);
+    out.block_threads = block_threads(file, max_threads);
+    let Some(threads) = out.block_threads else {
+        return out;
+    };
+    let Ok(blocks) =
+        function.occupancy_max_active_blocks_per_multiprocessor(threads, file.max_dynamic_smem as usize, None)
+    else {
+        return out;
+    };
+    out.blocks_per_sm = Some(blocks);
+    if let Ok(max) = gpu
+        .ctx
+        .attribute(DevAttr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
+    {
+        if max > 0 {
+            let warps = blocks as f64 * threads.div_ceil(32) as f64;
+            out.theoretical_occupancy = Some((warps / (max as f64 / 32.0)).min(1.0));
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding ncu
+
+/// Where Nsight Compute is: `$NCU`, then `ncu` on PATH, then the newest of
+/// `/opt/nvidia/nsight-compute/*/ncu`, then `/usr/local/cuda/bin/ncu`.
+pub fn find_ncu() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("NCU").map(PathBuf::from) {
+        if path.is_file() {
+            return Some(path);
+        }
+    }
+    if let Some(paths) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&paths) {
+            let candidate = dir.join("ncu");
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    let mut installed: Vec<PathBuf> = std::fs::read_dir("/opt/nvidia/nsight-compute")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("ncu"))
+        .filter(|p| p.is_file())
+        .collect();
+    installed.sort_by(|a, b| version_key(a).cmp(&version_key(b)));
+    if let Some(newest) = installed.pop() {
+        return Some(newest);
+    }
+    let cuda = Path::new("/usr/local/cuda/bin/ncu");
+    cuda.is_file().then(|| cuda.to_path_buf())
+}
+
+/// `/opt/nvidia/nsight-compute/2025.3.1/ncu` → `[2025, 3, 1]`, for picking the newest.
+fn version_key(ncu: &Path) -> Vec<u64> {
+    ncu.parent()
+        .and_then(|d| d.file_name())
+        .and_then(|n| n.to_str())
+        .map(|n| n.split('.').map(|p| p.parse().unwrap_or(0)).collect())
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The child: what runs under ncu
+
+/// The environment variable that turns a `stepNN` or `ladder` process into the profiled child:
+/// `<step>:<M>:<N>:<K>:<seed>`.
+pub const CHILD_ENV: &str = "GEMM_LADDER_PROFILE_CHILD";
+
+/// What the child is asked to launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildRequest {
+    pub step: u8,
+    pub shape: Shape,
+    pub seed: u64,
+}
+
+impl ChildRequest {
+    pub fn encode(&self) -> String {
+        format!(
+            "{}:{}:{}:{}:{}",
+            self.step, self.shape.m, self.shape.n, self.shape.k, self.seed
+        )
+    }
+
+    pub fn decode(text: &str) -> Option<ChildRequest> {
+        let parts: Vec<&str> = text.split(':').collect();
+        let [step, m, n, k, seed] = parts.as_slice() else {
+            return None;
+        };
+        Some(ChildRequest {
+            step: step.parse().ok()?,
+            shape: Shape::new(m.parse().ok()?, n.parse().ok()?, k.parse().ok()?),
+            seed: seed.parse().ok()?,
+        })
+    }
+}
+
+/// In a process started by [`profile_record`] under ncu: loads the step and launches its kernel once
+/// (nothing else: no predecessor, no cuBLAS, no timing), and returns `Some`. Otherwise `None`.
+pub fn child_main_if_requested() -> Option<Result<()>> {
+    let text = std::env::var(CHILD_ENV).ok()?;
+    Some(match ChildRequest::decode(&text) {
+        None => Err(Error::Usage(format!("{CHILD_ENV}={text}: expected step:M:N:K:seed"))),
+        Some(request) => run_child(request),
+    })
+}
+
+fn run_child(request: ChildRequest) -> Result<()> {
+    let gpu = Gpu::open()?;
+    let mut session = crate::session::Session::new(gpu, request.shape, request.seed)?;
+    session.kernel(request.step)?;
+    session.launch(request.step, 0)?;
+    session.gpu.finish(&format!("step{:02} under ncu", request.step))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running ncu and reading its CSV
+
+/// Metrics that this process found missing from ncu, kept for the next step (`ladder --profile`).
+static MISSING: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+/// ncu's list of metric base names for this GPU, asked once per process (empty: could not ask).
+static AVAILABLE: Mutex<Option<BTreeSet<String>>> = Mutex::new(None);
+
+/// The metrics to ask for: every candidate, less those this process found missing, and less the
+/// alternatives (quantities with several candidates) whose base name ncu does not list for this GPU.
+pub fn metrics_to_request(available: &BTreeSet<String>, missing: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for q in QUANTITIES {
+        for name in q.candidates {
+            let base = name.split('.').next().unwrap_or(name);
+            let listed = available.is_empty() || available.contains(base);
+            if missing.contains(*name) || (q.candidates.len() > 1 && !listed) {
+                continue;
+            }
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Every `unit__name` token of `ncu --query-metrics`' output.
+pub fn metric_names_in(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|t| t.contains("__") && t.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+        .map(str::to_string)
+        .collect()
+}
+
+fn available_metrics(ncu: &Path) -> BTreeSet<String> {
+    let mut cached = AVAILABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(set) = cached.as_ref() {
+        return set.clone();
+    }
+    let set = Command::new(ncu)
+        .arg("--query-metrics")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| metric_names_in(&String::from_utf8_lossy(&o.stdout)))
+        .filter(|s| s.len() > 50)
+        .unwrap_or_default();
+    *cached = Some(set.clone());
+    set
+}
+
+fn ncu_version(ncu: &Path) -> String {
+    Command::new(ncu)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_string())
+        })
+        .unwrap_or_else(|| "Nsight Compute (version unknown)".into())
+}
+
+/// Splits one CSV line (fields in double quotes, `""` for a quote inside one).
+pub fn csv_fields(line: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.trim_end_matches(['\r', '\n']).chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(std::mem::take(&mut field)),
+            c => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
+
+/// A CSV value as a number: `1,234.5` (thousands separators) and `1234.5` alike; `n/a` is `None`.
+pub fn csv_number(text: &str) -> Option<f64> {
+    let cleaned: String = text.trim().chars().filter(|c| *c != ',').collect();
+    cleaned.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// The metric columns of the first kernel row of ncu's `--csv --page raw` output (which may be mixed
+/// with ncu's `==PROF==` lines and the program's own output): metric name → value.
+pub fn parse_raw_csv(text: &str, kernel: &str) -> Option<BTreeMap<String, f64>> {
+    let mut lines = text.lines();
+    let header = loop {
+        let line = lines.next()?;
+        if line.starts_with("\"ID\"") {
+            break csv_fields(line);
+        }
+    };
+    let name_column = header.iter().position(|h| h == "Kernel Name");
+    for line in lines {
+        if !line.starts_with('"') {
+            continue;
+        }
+        let row = csv_fields(line);
+        // The units row has an empty ID.
+        if row.first().is_none_or(|id| id.trim().is_empty()) {
+            continue;
+        }
+        if let Some(column) = name_column {
+            if row.get(column).is_some_and(|n| !n.contains(kernel)) {
+                continue;
+            }
+        }
+        let values = header
+            .iter()
+            .zip(&row)
+            .filter(|(h, _)| h.contains("__"))
+            .filter_map(|(h, v)| csv_number(v).map(|v| (h.clone(), v)))
+            .collect();
+        return Some(values);
+    }
+    None
+}
+
+/// The counters of [`QUANTITIES`] and the top stall reasons, from one kernel's metric columns.
+pub fn counters_from(raw: &BTreeMap<String, f64>, tool: &str) -> NcuCounters {
+    let mut values = BTreeMap::new();
+    let mut metrics = BTreeMap::new();
+    for q in QUANTITIES {
+        if let Some((name, v)) = q.candidates.iter().find_map(|c| raw.get(*c).map(|v| (*c, *v))) {
+            values.insert(q.key.to_string(), v);
+            metrics.insert(q.key.to_string(), name.to_string());
+        }
+    }
+    let mut stalls: Vec<Stall> = raw
+        .iter()
+        .filter_map(|(name, v)| {
+            let reason = name.strip_prefix(STALL_PREFIX)?.strip_suffix(STALL_SUFFIX)?;
+            // `…_not_issued` variants double-count; `selected` is issuing, not a stall.
+            (!reason.ends_with("_not_issued") && reason != "selected" && *v > 0.0).then(|| Stall {
+                reason: reason.to_string(),
+                per_issue: *v,
+            })
+        })
+        .collect();
+    stalls.sort_by(|a, b| b.per_issue.total_cmp(&a.per_issue).then(a.reason.cmp(&b.reason)));
+    stalls.truncate(TOP_STALLS);
+    NcuCounters {
+        tool: tool.to_string(),
+        values,
+        metrics,
+        stalls,
+    }
+}
+
+/// The requested metrics that an ncu run's output names on an error line (`==ERROR== … <metric> …`).
+pub fn rejected_metrics(output: &str, requested: &[String]) -> Vec<String> {
+    output
+        .lines()
+        .filter(|l| l.contains("ERROR") || l.to_ascii_lowercase().contains("failed to find"))
+        .flat_map(|l| requested.iter().filter(move |m| l.contains(m.as_str())).cloned())
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect()
+}
+
+/// Runs the step's kernel once under ncu, in a child of this program, and reads its counters.
+pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: &str) -> Result<NcuCounters> {
+    let exe = std::env::current_exe().map_err(Error::io("finding this program's path"))?;
+    let available = available_metrics(ncu);
+    let tool = ncu_version(ncu);
+    for _attempt in 0..6 {
+        let missing = MISSING.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let metrics = metrics_to_request(&available, &missing);
+        let output = Command::new(ncu)
+            .args([
+                "--kernel-name",
+                kernel,
+                "--launch-count",
+                "1",
+                "--clock-control",
+                "none",
+            ])
+            .args(["--csv", "--page", "raw", "--print-units", "base"])
+            .args(["--section", "WarpStateStats", "--metrics", &metrics.join(",")])
+            .arg(&exe)
+            .env(CHILD_ENV, request.encode())
+            .output()
+            .map_err(Error::io(format!("running {}", ncu.display())))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if let Some(raw) = parse_raw_csv(&stdout, kernel) {
+            return Ok(counters_from(&raw, &tool));
+        }
+        let all = format!("{stdout}\n{stderr}");
+        let rejected = rejected_metrics(&all, &metrics);
+        if rejected.is_empty() {
+            let why = all
+                .lines()
+                .find(|l| l.contains("ERR") || l.contains("rror"))
+                .unwrap_or("no kernel row in its CSV output")
+                .trim()
+                .to_string();
+            return Err(Error::Other(format!("ncu failed: {why}")));
+        }
+        eprintln!("note: ncu does not know {}; asking without", rejected.join(", "));
+        MISSING.lock().unwrap_or_else(|e| e.into_inner()).extend(rejected);
+    }
+    Err(Error::Other("ncu failed: it kept refusing metrics".into()))
+}
+
+/// `--profile`: adds ncu's counters to each record's `profile` (which already holds the computed
+/// figures), or says in one line why it cannot and leaves the computed evidence marked as such.
+pub fn profile_records(records: &mut [StepRecord], seed: u64) {
+    let Some(ncu) = find_ncu() else {
+        println!("--profile: Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute: recording the computed evidence only");
+        for r in records.iter_mut() {
+            if let Some(p) = r.profile.as_mut() {
+                p.note = Some("ncu not found".into());
+            }
+        }
+        return;
+    };
+    for record in records.iter_mut() {
+        let request = ChildRequest {
+            step: record.step,
+            shape: record.shape,
+            seed,
+        };
+        let kernel = crate::steps::get(record.step)
+            .ok()
+            .and_then(|s| s.kernels.iter().find(|k| k.path == record.kernel))
+            .map(|k| k.entry)
+            .unwrap_or("gemm");
+        println!(
+            "profiling {} {} under {} ...",
+            record.step_id(),
+            record.shape,
+            ncu.display()
+        );
+        let profile = record.profile.get_or_insert_with(|| Profile {
+            source: ProfileSource::Computed,
+            note: None,
+            computed: computed_for_shape(record.shape),
+            ncu: None,
+        });
+        match run_ncu(&ncu, request, kernel) {
+            Ok(counters) => {
+                profile.source = ProfileSource::Ncu;
+                profile.note = None;
+                println!("  {}", summary_line(profile.computed.compulsory_bytes(), &counters));
+                profile.ncu = Some(counters);
+            }
+            Err(e) => {
+                println!("  {e}: recording the computed evidence only");
+                profile.note = Some(e.to_string());
+            }
+        }
+    }
+}
+
+/// One line of the counters that matter most, for the terminal.
+pub fn summary_line(compulsory_bytes: u64, c: &NcuCounters) -> String {
+    let mut parts = Vec::new();
+    if let (Some(r), Some(w)) = (c.get("dram_read_bytes"), c.get("dram_write_bytes")) {
+        parts.push(format!(
+            "DRAM {:.0} MB ({:.1}× the compulsory {:.0} MB)",
+            (r + w) / 1e6,
+            (r + w) / compulsory_bytes.max(1) as f64,
+            compulsory_bytes as f64 / 1e6
+        ));
+    }
+    if let Some(v) = c.get("l2_hit_rate_pct") {
+        parts.push(format!("L2 hit {v:.0}%"));
+    }
+    if let Some(v) = c.get("l2_throughput_pct") {
+        parts.push(format!("L2 {v:.0}% busy"));
+    }
+    if let Some(v) = c.get("tensor_pipe_pct") {
+        parts.push(format!("tensor pipe {v:.0}%"));
+    }
+    if let Some(s) = c.stalls.first() {
+        parts.push(format!("top stall {}", s.reason));
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `ncu --csv --page raw --print-units base` prints, abridged, after the program's lines.
+    pub(crate) const RAW: &str = r#"==PROF== Connected to process 4242 (/work/.bin/step05)
+==PROF== Profiling "gemm" - 0: 0%....50%....100% - 12 passes
+==PROF== Disconnected from process 4242
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","dram__bytes_read.sum","dram__bytes_write.sum","gpu__time_duration.sum","lts__t_sector_hit_rate.pct","lts__t_sectors_srcunit_tex.sum","sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio","smsp__average_warps_issue_stalled_selected_per_issue_active.ratio","smsp__average_warps_issue_stalled_wait_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_not_issued_per_issue_active.ratio","launch__grid_size"
+"","","","","","","","","","","","byte","byte","ns","%","sector","%","inst","inst","inst","inst","inst",""
+"0","4242","step05","h200","gemm","1","7","(128, 1, 1)","(32, 32, 1)","0","9.0","136,314,880","33554432","230016","86.25","67108864","62.5","0.5","3.25","1","1.5","9","1024"
+"#;
+
+    #[test]
+    fn the_raw_csv_page_parses_into_the_table_s_quantities_and_top_stalls() {
+        let raw = parse_raw_csv(RAW, "gemm").unwrap();
+        assert_eq!(raw["dram__bytes_read.sum"], 136_314_880.0);
+        assert_eq!(raw["launch__grid_size"], 1024.0);
+        let c = counters_from(&raw, "Version 2025.3.1.0");
+        assert_eq!(c.get("dram_read_bytes"), Some(136_314_880.0));
+        assert_eq!(c.get("dram_write_bytes"), Some(33_554_432.0));
+        assert_eq!(c.get("l2_sectors"), Some(67_108_864.0));
+        assert_eq!(c.metrics["l2_sectors"], "lts__t_sectors_srcunit_tex.sum");
+        assert_eq!(c.get("tensor_pipe_pct"), Some(62.5));
+        assert_eq!(c.get("duration_ns"), Some(230_016.0));
+        assert_eq!(c.get("smem_ld_wavefronts"), None);
+        let reasons: Vec<&str> = c.stalls.iter().map(|s| s.reason.as_str()).collect();
+        // `selected` and `…_not_issued` are not stalls; the rest, largest first.
+        assert_eq!(reasons, ["barrier", "wait", "long_scoreboard"]);
+        assert!(
+            summary_line(3 * 33_554_432, &c).contains("DRAM 170 MB (1.7×"),
+            "{}",
+            summary_line(3 * 33_554_432, &c)
+        );
+        // No kernel row, or another kernel's row: nothing.
+        assert!(parse_raw_csv("==PROF== nothing profiled\n", "gemm").is_none());
+        assert!(parse_raw_csv(RAW, "cutlass").is_none());
+    }
+
+    #[test]
+    fn csv_fields_and_numbers() {
+        assert_eq!(csv_fields(r#""a","b,c","d""e",""#), ["a", "b,c", "d\"e", ""]);
+        assert_eq!(csv_number("1,234,567"), Some(1_234_567.0));
+        assert_eq!(csv_number(" 86.25 "), Some(86.25));
+        assert_eq!(csv_number("n/a"), None);
+    }
+
+    #[test]
+    fn every_quantity_has_candidates_and_unique_keys() {
+        let keys: BTreeSet<&str> = QUANTITIES.iter().map(|q| q.key).collect();
+        assert_eq!(keys.len(), QUANTITIES.len());
+        for q in QUANTITIES {
+            assert!(!q.candidates.is_empty(), "{}", q.key);
+            for c in q.candidates {
+                assert!(c.contains("__") && c.contains('.'), "{c}");
+            }
+        }
+        assert!(quantity("l2_hit_rate_pct").is_some());
+    }
+
+    #[test]
+    fn requested_metrics_drop_missing_ones_and_unlisted_alternatives() {
+        let all = metrics_to_request(&BTreeSet::new(), &BTreeSet::new());
+        let count: usize = QUANTITIES.iter().map(|q| q.candidates.len()).sum();
+        assert_eq!(all.len(), count);
+        let listed = metric_names_in(
+            "Device GH100\n---\nMetric Name   Metric Description\ndram__bytes_read  # of bytes\nsm__pipe_tensor_op_gmma_cycles_active  # cycles\nlts__t_sectors_srcunit_tex  # sectors",
+        );
+        assert!(listed.contains("dram__bytes_read") && !listed.contains("Device"));
+        let missing: BTreeSet<String> = ["dram__bytes_write.sum".to_string()].into();
+        let some = metrics_to_request(&listed, &missing);
+        assert!(!some.contains(&"dram__bytes_write.sum".to_string()));
+        // Single candidates stay even when unlisted; unlisted alternatives go.
+        assert!(some.contains(&"lts__t_sector_hit_rate.pct".to_string()));
+        assert!(some.contains(&"sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active".to_string()));
+        assert!(!some.contains(&"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active".to_string()));
+        let rejected = rejected_metrics(
+            "==ERROR== Failed to find metric sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active\n",
+            &all,
+        );
+        assert_eq!(
+            rejected,
+            ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]
+        );
+    }
+
+    #[test]
+    fn child_requests_round_trip() {
+        let r = ChildRequest {
+            step: 8,
+            shape: Shape::new(4096, 2048, 1024),
+            seed: 77,
+        };
+        assert_eq!(ChildRequest::decode(&r.encode()), Some(r));
+        assert_eq!(ChildRequest::decode("8:1:2"), None);
+    }
+
+    #[test]
+    fn block_threads_from_defines_bounds_or_2d_blocks() {
+        for step in crate::steps::ALL {
+            for file in step.kernels {
+                let threads = block_threads(file, Some(384));
+                assert!(threads.is_some(), "{}", file.path);
+            }
+        }
+        let step01 = crate::steps::get(1).unwrap();
+        let bm_bn: u32 = ["BM", "BN"]
+            .iter()
+            .map(|n| step01.kernels[0].defines.iter().find(|(d, _)| d == n).unwrap().1 as u32)
+            .product();
+        assert_eq!(block_threads(&step01.kernels[0], Some(1024)), Some(bm_bn));
+        let c = computed_for_shape(Shape::new(4096, 2048, 1024));
+        assert_eq!((c.bytes_a, c.bytes_b, c.bytes_c), (8 << 20, 4 << 20, 16 << 20));
+        assert_eq!(c.compulsory_bytes(), 28 << 20);
+    }
+
+    #[test]
+    fn version_directories_sort_numerically() {
+        let mut dirs = [
+            PathBuf::from("/opt/nvidia/nsight-compute/2025.10.0/ncu"),
+            PathBuf::from("/opt/nvidia/nsight-compute/2025.3.1/ncu"),
+        ];
+        dirs.sort_by(|a, b| version_key(a).cmp(&version_key(b)));
+        assert!(dirs[1].to_string_lossy().contains("2025.10.0"));
+    }
+}
