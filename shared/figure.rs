@@ -65,6 +65,8 @@ pub(crate) const SERIES: [RGBColor; 5] = [
 ];
 pub(crate) const CUBLAS_BF16: RGBColor = RGBColor(190, 30, 45);
 const CUBLAS_SGEMM: RGBColor = RGBColor(90, 90, 90);
+/// The quoted B200 series (hollow markers): colours no measured series uses.
+const QUOTED: [RGBColor; 2] = [RGBColor(0, 130, 130), RGBColor(170, 50, 130)];
 
 pub(crate) fn draw_error(what: &str) -> impl FnOnce(DrawingAreaErrorKind<std::io::Error>) -> Error + '_ {
     move |e| Error::Other(format!("drawing {what}: {e}"))
@@ -205,7 +207,12 @@ impl LadderData {
             .flatten()
             .map(|p| p.1)
             .chain(self.cublas_bf16)
-            .chain(self.cublas_sgemm);
+            .chain(self.cublas_sgemm)
+            .chain(
+                self.quoted()
+                    .into_iter()
+                    .flat_map(|(_, _, p)| p.into_iter().map(|q| q.1)),
+            );
         let (lo, hi) = values.fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
         if !lo.is_finite() {
             return (1.0, 1000.0);
@@ -215,6 +222,22 @@ impl LadderData {
 
     fn x_of(&self, step: u8) -> Option<usize> {
         self.steps.iter().position(|s| s.0 == step)
+    }
+
+    /// The quoted B200 series ([`crate::quoted::figure_series`]) at the rungs this figure shows:
+    /// (key, legend label, [(x slot, TFLOPS)]).
+    fn quoted(&self) -> Vec<(&'static str, String, Vec<(usize, f64)>)> {
+        crate::quoted::figure_series()
+            .into_iter()
+            .map(|(key, label, points)| {
+                let xy = points
+                    .iter()
+                    .filter_map(|q| q.step.and_then(|s| self.x_of(s)).map(|x| (x, q.tflops)))
+                    .collect::<Vec<_>>();
+                (key, label, xy)
+            })
+            .filter(|(_, _, xy)| !xy.is_empty())
+            .collect()
     }
 }
 
@@ -349,6 +372,35 @@ fn draw_ladder(
                 .color(&colour)
                 .pos(Pos::new(HPos::Left, VPos::Bottom)),
         ))?;
+    }
+
+    // The source texts' B200 numbers, quoted: hollow markers on a dashed line, named "quoted" in the
+    // legend, so that they cannot be read as this crate's measurements.
+    for (j, (_, label, xy)) in data.quoted().into_iter().enumerate() {
+        let colour = QUOTED[j % QUOTED.len()];
+        let style = colour.stroke_width(2);
+        let points: Vec<(f64, f64)> = xy.iter().map(|&(x, t)| (x as f64 + 0.5, t)).collect();
+        chart.draw_series(DashedLineSeries::new(
+            points.clone(),
+            5,
+            4,
+            colour.mix(0.7).stroke_width(1),
+        ))?;
+        let entry = if j % 2 == 0 {
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 6, style)))?
+        } else {
+            chart.draw_series(
+                points
+                    .iter()
+                    .map(|&p| EmptyElement::at(p) + Rectangle::new([(-5, -5), (5, 5)], style)),
+            )?
+        };
+        let entry = entry.label(label);
+        if j % 2 == 0 {
+            entry.legend(move |(x, y)| Circle::new((x + 10, y), 6, style));
+        } else {
+            entry.legend(move |(x, y)| Rectangle::new([(x + 5, y - 5), (x + 15, y + 5)], style));
+        }
     }
 
     // One series per square size: markers joined by a thin line, each value written beside it.

@@ -21,6 +21,7 @@ pub mod mx;
 pub mod nvml;
 pub mod nvrtc;
 pub mod problem;
+pub mod quoted;
 pub mod registry;
 pub mod report;
 pub mod results;

@@ -1,0 +1,393 @@
+//! The source texts' own numbers, quoted: every figure the book takes from another text is listed
+//! here once, with what it measures and where it comes from. The ladder figure draws the B200 ones as
+//! a reference series in a style of their own (hollow markers, dashed line, "quoted from" in the
+//! legend), the book's `{{#ladder-quoted}}` prints the whole table, and `{{#ladder-quote ID}}` writes
+//! one value into a chapter's text. None of these numbers were measured by this program.
+
+/// A text the ladder follows (`/work/shared/seeds/README.md` indexes the copies the project keeps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Source {
+    /// Short key used by the figures: `modular`, `gau-nernst`, ...
+    pub key: &'static str,
+    pub title: &'static str,
+    pub authors: &'static str,
+    /// Where it was published, or `""` when the project has no address for it.
+    pub address: &'static str,
+    /// The project's copy: `seeds/003_8ff71249f181e60e.txt`, or `""`.
+    pub seed: &'static str,
+    /// The steps of this ladder it drives.
+    pub steps: &'static str,
+}
+
+pub const MODULAR_2: Source = Source {
+    key: "modular",
+    title: "Matrix Multiplication on Blackwell: Part 2 — Using Hardware Features to Optimize Matmul",
+    authors: "Ali Taha, Jiexiang Liu, Hengjie Wang, Abdul Dakkak (Modular)",
+    address: "https://www.modular.com/blog/matrix-multiplication-on-nvidias-blackwell-part-2-using-hardware-features-to-optimize-matmul",
+    seed: "seeds/000_107d03c39102945c.txt",
+    steps: "01, 04, 05, 06",
+};
+
+pub const MODULAR_3: Source = Source {
+    key: "modular",
+    title: "Matrix Multiplication on Blackwell: Part 3 — The Optimizations Behind 85% of SOTA Performance",
+    authors: "Ali Taha, Jiexiang Liu, Hengjie Wang, Abdul Dakkak (Modular), 12 September 2025",
+    address: "https://www.modular.com/blog/matrix-multiplication-on-nvidias-blackwell-part-3-the-optimizations-behind-85-of-sota-performance",
+    seed: "seeds/001_61098de45252e38c.txt",
+    steps: "07, 08, 09, 10",
+};
+
+pub const GAU_NERNST: Source = Source {
+    key: "gau-nernst",
+    title: "tcgen05 for dummies",
+    authors: "Thien Tran (gau-nernst), 21 December 2025; code: github.com/gau-nernst/learn-cuda, 02e_matmul_sm100",
+    address: "https://gau-nernst.github.io/tcgen05/",
+    seed: "seeds/003_8ff71249f181e60e.txt",
+    steps: "04 to 10",
+};
+
+pub const SGEMM_WORKLOG: Source = Source {
+    key: "sgemm-worklog",
+    title: "The GEMM Worklog, kernel 5: 2D block-tiling (after Simon Boehm's “How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance: a Worklog”, siboehm.com/articles/22/CUDA-MMM)",
+    authors: "Vizuara Kernel Engineering",
+    address: "",
+    seed: "seeds/002_74c07a44ca6ea61b.txt",
+    steps: "02, 03",
+};
+
+pub const MXFP8: Source = Source {
+    key: "mxfp8",
+    title: "MXFP8 GEMM: Up to 99% of cuBLAS performance using CUDA + PTX",
+    authors: "Daniel Vega-Myhre, March 2026",
+    address: "",
+    seed: "seeds/004_72fc731bf9e27c20.txt",
+    steps: "11",
+};
+
+pub const FAST_CU: Source = Source {
+    key: "fast.cu",
+    title: "Outperforming cuBLAS on H100: a Worklog (code: github.com/pranjalssh/fast.cu)",
+    authors: "Pranjal Shankhdhar",
+    address: "https://cudaforfun.substack.com/p/outperforming-cublas-on-h100-a-worklog",
+    seed: "",
+    steps: "the Hopper twins of 04 to 10",
+};
+
+/// Every source, in the order the references page lists them.
+pub const SOURCES: &[&Source] = &[&MODULAR_2, &MODULAR_3, &GAU_NERNST, &SGEMM_WORKLOG, &FAST_CU, &MXFP8];
+
+/// One quoted number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Quoted {
+    /// Stable id for `{{#ladder-quote ID}}`: `modular-k2`, `gau-v6`, ...
+    pub id: &'static str,
+    pub source: &'static Source,
+    /// What the text calls it: `kernel 2`, `v6 (persistent w/ static scheduling)`, `cuBLAS`.
+    pub what: &'static str,
+    /// What it measures, in a few words.
+    pub measures: &'static str,
+    pub gpu: &'static str,
+    /// `M=N=K=4096`.
+    pub shape: &'static str,
+    pub tflops: f64,
+    /// The rung of this ladder that does what the quoted kernel does, where one does (the figure
+    /// draws it there); `None` for references (cuBLAS) and kernels between two rungs.
+    pub step: Option<u8>,
+    /// How the number was obtained from the text when it is not printed there as it stands.
+    pub derived: Option<&'static str>,
+}
+
+const B200_BF16: &str = "bf16 GEMM, fp32 accumulate, TFLOPS";
+
+/// Every number the book quotes from another text.
+pub const QUOTED: &[Quoted] = &[
+    Quoted {
+        id: "modular-k2",
+        source: &MODULAR_2,
+        what: "kernel 2 (TMA + tcgen05.mma + TMEM)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 155.0,
+        step: Some(4),
+        derived: None,
+    },
+    Quoted {
+        id: "modular-k3",
+        source: &MODULAR_2,
+        what: "kernel 3 (128-byte swizzle)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 288.3,
+        step: Some(5),
+        derived: None,
+    },
+    Quoted {
+        id: "modular-k4",
+        source: &MODULAR_2,
+        what: "kernel 4 (stmatrix + TMA store)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 293.6,
+        step: Some(6),
+        derived: None,
+    },
+    Quoted {
+        id: "modular-k5",
+        source: &MODULAR_3,
+        what: "kernel 5 (TMA multicast + 2-SM MMA)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 360.2,
+        step: Some(7),
+        derived: None,
+    },
+    Quoted {
+        id: "modular-k6",
+        source: &MODULAR_3,
+        what: "kernel 6 (warp-specialised 5-stage pipeline)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 1429.0,
+        step: Some(8),
+        derived: None,
+    },
+    Quoted {
+        id: "modular-k7",
+        source: &MODULAR_3,
+        what: "kernel 7 (double-buffered TMA-store epilogue)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 1493.0,
+        step: Some(9),
+        derived: Some("kernel 6's 1429 plus the “additional 64 TFlops” the text gives (“85% of SOTA”)"),
+    },
+    Quoted {
+        id: "gau-cublas",
+        source: &GAU_NERNST,
+        what: "cuBLAS (PyTorch 2.9.1 + CUDA 13)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 1506.74,
+        step: None,
+        derived: None,
+    },
+    Quoted {
+        id: "gau-v1a",
+        source: &GAU_NERNST,
+        what: "v1a (basic tcgen05 + 2D 16-byte TMA)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 254.62,
+        step: Some(4),
+        derived: None,
+    },
+    Quoted {
+        id: "gau-v1b",
+        source: &GAU_NERNST,
+        what: "v1b (3D 16-byte TMA)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 252.81,
+        step: None,
+        derived: None,
+    },
+    Quoted {
+        id: "gau-v2a",
+        source: &GAU_NERNST,
+        what: "v2a (2D 128-byte TMA)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 681.20,
+        step: None,
+        derived: None,
+    },
+    Quoted {
+        id: "gau-v2b",
+        source: &GAU_NERNST,
+        what: "v2b (3D 128-byte TMA)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 695.43,
+        step: Some(5),
+        derived: None,
+    },
+    Quoted {
+        id: "gau-v3",
+        source: &GAU_NERNST,
+        what: "v3 (pipelining)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 939.61,
+        step: None,
+        derived: None,
+    },
+    Quoted {
+        id: "gau-v4",
+        source: &GAU_NERNST,
+        what: "v4 (warp specialization)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 1208.83,
+        step: Some(8),
+        derived: None,
+    },
+    Quoted {
+        id: "gau-v5",
+        source: &GAU_NERNST,
+        what: "v5 (2-SM MMA)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 1302.29,
+        step: None,
+        derived: None,
+    },
+    Quoted {
+        id: "gau-v6",
+        source: &GAU_NERNST,
+        what: "v6 (persistent, static schedule, TMEM double buffer)",
+        measures: B200_BF16,
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 1475.93,
+        step: Some(10),
+        derived: None,
+    },
+    Quoted {
+        id: "sgemm-k5",
+        source: &SGEMM_WORKLOG,
+        what: "kernel 5 (2D block tiling, 8×8 per thread), 68.7% of cuBLAS",
+        measures: "fp32 SGEMM, TFLOPS",
+        gpu: "H100",
+        shape: "M=N=K=4096 (the worklog's size)",
+        tflops: 15.972,
+        step: None,
+        derived: Some("“roughly 15,972 GFLOP/s”"),
+    },
+    Quoted {
+        id: "mxfp8-4096",
+        source: &MXFP8,
+        what: "the final MXFP8 kernel (2-SM block-scaled tcgen05)",
+        measures: "MXFP8 GEMM (e4m3, 1×32 e8m0 scales), fp32 out, TFLOPS",
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 2200.29,
+        step: Some(11),
+        derived: None,
+    },
+    Quoted {
+        id: "mxfp8-cublas-4096",
+        source: &MXFP8,
+        what: "torch._scaled_mm (cuBLAS)",
+        measures: "MXFP8 GEMM, fp32 out, TFLOPS",
+        gpu: "B200",
+        shape: "M=N=K=4096",
+        tflops: 2538.40,
+        step: None,
+        derived: None,
+    },
+];
+
+/// A quoted number by id.
+pub fn get(id: &str) -> Option<&'static Quoted> {
+    QUOTED.iter().find(|q| q.id == id)
+}
+
+/// The series the ladder figure draws: one per source key, the B200 bf16 kernels placed at a rung, in
+/// step order. (The MXFP8 point is drawn with them when step 11 is on the figure.)
+pub fn figure_series() -> Vec<(&'static str, String, Vec<&'static Quoted>)> {
+    let mut out: Vec<(&'static str, String, Vec<&'static Quoted>)> = Vec::new();
+    for q in QUOTED.iter().filter(|q| q.gpu == "B200" && q.step.is_some()) {
+        let key = if q.source.key == "mxfp8" {
+            "modular"
+        } else {
+            q.source.key
+        };
+        match out.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, points)) => points.push(q),
+            None => {
+                let label = match key {
+                    "modular" => "B200, quoted from Modular's “Matmul on Blackwell” 2–3 (and the MXFP8 post at 11)",
+                    "gau-nernst" => "B200, quoted from gau-nernst's “tcgen05 for dummies”",
+                    other => other,
+                };
+                out.push((key, label.to_string(), vec![q]));
+            }
+        }
+    }
+    for (_, _, points) in out.iter_mut() {
+        points.sort_by_key(|q| q.step);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn ids_are_unique_and_every_source_is_listed() {
+        let ids: BTreeSet<&str> = QUOTED.iter().map(|q| q.id).collect();
+        assert_eq!(ids.len(), QUOTED.len());
+        for q in QUOTED {
+            assert!(SOURCES.iter().any(|s| *s == q.source), "{}", q.id);
+            assert!(q.tflops > 0.0, "{}", q.id);
+        }
+        assert_eq!(get("gau-v6").unwrap().tflops, 1475.93);
+    }
+
+    /// The numbers are the texts' own: each one printed in the project's copy of its source (where
+    /// the copy is here), except the derived ones, whose parts are.
+    #[test]
+    fn every_quoted_number_appears_in_its_source_copy() {
+        let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+        for q in QUOTED.iter().filter(|q| !q.source.seed.is_empty()) {
+            let Ok(text) = std::fs::read_to_string(seeds.join(q.source.seed)) else {
+                eprintln!("skipped: no copy of {}", q.source.seed);
+                return;
+            };
+            let printed = match q.id {
+                "modular-k7" => "64 TFlops".to_string(),
+                "sgemm-k5" => "15,972".to_string(),
+                _ => format!("{}", q.tflops),
+            };
+            let printed = if q.id == "modular-k6" {
+                "1429".to_string()
+            } else {
+                printed
+            };
+            let alt = format!("{:.2}", q.tflops);
+            assert!(
+                text.contains(&printed) || text.contains(&alt),
+                "{} ({printed}) not in {}",
+                q.id,
+                q.source.seed
+            );
+        }
+    }
+
+    #[test]
+    fn the_figure_series_are_b200_rungs_in_step_order() {
+        let series = figure_series();
+        assert_eq!(series.len(), 2);
+        for (_, label, points) in &series {
+            assert!(label.starts_with("B200, quoted from"), "{label}");
+            let steps: Vec<u8> = points.iter().filter_map(|q| q.step).collect();
+            assert!(steps.windows(2).all(|w| w[0] < w[1]), "{label}: {steps:?}");
+        }
+    }
+}
