@@ -133,6 +133,66 @@ pub fn print_results(records: &[StepRecord]) {
     }
     println!("{}", Table::new(rows).with(Style::rounded()));
     println!("{}", legend(records));
+    if let Some(table) = mx_baselines_table(records) {
+        println!("{table}");
+    }
+}
+
+#[derive(Tabled)]
+struct MxRow {
+    #[tabled(rename = "step")]
+    step: String,
+    #[tabled(rename = "M×N×K")]
+    shape: String,
+    #[tabled(rename = "TFLOPS")]
+    tflops: String,
+    #[tabled(rename = "cuBLAS bf16 (dequantized)")]
+    cublas_bf16: String,
+    #[tabled(rename = "dequantize + cuBLAS bf16")]
+    dequantize: String,
+    #[tabled(rename = "cuBLASLt fp8 tensorwise (fp32 C)")]
+    fp8: String,
+}
+
+/// `794.1 (× 0.870)`: a baseline's TFLOPS and the step's ratio to it.
+fn baseline_cell(tflops: f64, ratio: f64) -> String {
+    format!("{tflops:.1} (× {ratio:.3})")
+}
+
+/// The MXFP8 steps' baselines, each with the step's ratio to it (medians from the same loop), and
+/// what they are; `None` when no record has them.
+pub fn mx_baselines_table(records: &[StepRecord]) -> Option<String> {
+    let rows: Vec<MxRow> = records
+        .iter()
+        .filter_map(|r| {
+            let mx = r.mx.as_ref()?;
+            Some(MxRow {
+                step: format!("{:02} {}", r.step, r.name),
+                shape: r.shape.to_string(),
+                tflops: format!("{:.1}", r.time.tflops),
+                cublas_bf16: baseline_cell(r.cublas_bf16.tflops, r.ratio_bf16),
+                dequantize: baseline_cell(
+                    mx.dequantize_then_cublas_bf16.tflops,
+                    mx.ratio_dequantize_then_cublas_bf16,
+                ),
+                fp8: match (&mx.cublaslt_fp8_tensorwise, mx.ratio_cublaslt_fp8_tensorwise) {
+                    (Some(t), Some(ratio)) => baseline_cell(t.tflops, ratio),
+                    _ => format!("— ({})", mx.cublaslt_fp8_unavailable.as_deref().unwrap_or("not timed")),
+                },
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}\nMXFP8 baselines, TFLOPS (the step's ratio to each), all timed in the step's own alternating loop: \
+         cuBLAS bf16 on the exactly dequantized operands; the dequantize kernel on A and B then cuBLAS bf16, \
+         timed as one; cuBLASLt fp8 e4m3 with one scale per tensor (no block scales: the fp8 ceiling), \
+         FAST_ACCUM off. Inputs: {}.",
+        Table::new(rows).with(Style::rounded()),
+        crate::results::MxBaselines::QUANTIZER
+    ))
 }
 
 /// What the table's timing columns mean, under it.
@@ -158,6 +218,32 @@ fn legend(records: &[StepRecord]) -> String {
 mod tests {
     use super::*;
     use crate::results::tests::record_of;
+
+    #[test]
+    fn mx_baselines_are_shown_only_for_mx_records() {
+        let plain = record_of(10, "persistent", 4096, 0.2);
+        assert!(mx_baselines_table(std::slice::from_ref(&plain)).is_none());
+        let mut r = record_of(11, "mxfp8", 4096, 0.2);
+        let timing = r.cublas_bf16.clone();
+        r.mx = Some(crate::results::MxBaselines {
+            quantizer: crate::results::MxBaselines::QUANTIZER.into(),
+            dequantize_then_cublas_bf16: timing.clone(),
+            ratio_dequantize_then_cublas_bf16: 1.25,
+            cublaslt_fp8_tensorwise: None,
+            ratio_cublaslt_fp8_tensorwise: None,
+            cublaslt_fp8_output: "fp32".into(),
+            cublaslt_fp8_unavailable: Some("CUBLAS_STATUS_NOT_SUPPORTED".into()),
+        });
+        let table = mx_baselines_table(&[plain, r]).unwrap();
+        assert!(
+            table.contains("11 mxfp8") && !table.contains("10 persistent"),
+            "{table}"
+        );
+        assert!(
+            table.contains("(× 1.250)") && table.contains("— (CUBLAS_STATUS_NOT_SUPPORTED)"),
+            "{table}"
+        );
+    }
 
     #[test]
     fn clock_and_power_cells() {

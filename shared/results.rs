@@ -158,6 +158,38 @@ pub struct StepRecord {
     /// `--profile` ([`crate::evidence`]). Absent in files from before it; written only when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::evidence::Profile>,
+    /// An MXFP8 step (step 11) only: its extra baselines, timed in the same loop. For such a step
+    /// `cublas_bf16` is cuBLAS bf16 on the exactly dequantized operands and `ratio_bf16` is to it.
+    /// Written only when present, so other records read back unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mx: Option<MxBaselines>,
+}
+
+/// The baselines an MXFP8 step is timed against besides cuBLAS bf16 on the dequantized operands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MxBaselines {
+    /// How the inputs were quantized: [`MxBaselines::QUANTIZER`].
+    pub quantizer: String,
+    /// The dequantize kernel (`shared/mx_dequant.cu`: e4m3 + blocked e8m0 → bf16) on A and on B,
+    /// then cuBLAS bf16, timed together as one contender: what MX costs on Hopper without a fused
+    /// kernel.
+    pub dequantize_then_cublas_bf16: Timing,
+    /// `time.tflops / dequantize_then_cublas_bf16.tflops` (both count 2·M·N·K flops).
+    pub ratio_dequantize_then_cublas_bf16: f64,
+    /// cuBLASLt fp8 e4m3 with tensorwise scaling (one fp32 scale per operand, 1.0 here),
+    /// `FAST_ACCUM` off, on the same e4m3 bytes (its product is not step 11's: no block scales),
+    /// output [`MxBaselines::cublaslt_fp8_output`]: the fp8 ceiling without block scaling.
+    pub cublaslt_fp8_tensorwise: Option<Timing>,
+    pub ratio_cublaslt_fp8_tensorwise: Option<f64>,
+    /// `fp32`: the fp8 baseline writes an fp32 C, as step 11 does.
+    pub cublaslt_fp8_output: String,
+    /// Why there is no fp8 timing (cuBLASLt refused the shape or the GPU), when there is none.
+    pub cublaslt_fp8_unavailable: Option<String>,
+}
+
+impl MxBaselines {
+    pub const QUANTIZER: &'static str =
+        "OCP MX, FLOOR scales (shared/mx.rs), on the CPU; bf16 inputs with a per-block 2^-4..2^4 spread";
 }
 
 impl StepRecord {
@@ -459,6 +491,7 @@ pub(crate) mod tests {
             dynamic_smem_bytes: 0,
             local_bytes: Some(0),
             profile: None,
+            mx: None,
         }
     }
 
@@ -677,6 +710,39 @@ pub(crate) mod tests {
         let back = load(&path).unwrap().records;
         let kept: Vec<(bool, f64)> = back.iter().map(|r| (r.sweep, r.time.median_ms)).collect();
         assert_eq!(kept, [(false, 0.2), (true, 0.18)]);
+    }
+
+    /// Step 11's baselines round-trip; other records are written without an `mx` key.
+    #[test]
+    fn mx_baselines_round_trip_and_are_absent_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = record_of(10, "persistent", 4096, 0.2);
+        let mut mx = record_of(11, "mxfp8", 4096, 0.25);
+        mx.mx = Some(MxBaselines {
+            quantizer: MxBaselines::QUANTIZER.into(),
+            dequantize_then_cublas_bf16: timing(mx.shape, 0.3),
+            ratio_dequantize_then_cublas_bf16: 1.2,
+            cublaslt_fp8_tensorwise: Some(timing(mx.shape, 0.12)),
+            ratio_cublaslt_fp8_tensorwise: Some(0.48),
+            cublaslt_fp8_output: "fp32".into(),
+            cublaslt_fp8_unavailable: None,
+        });
+        let path = record(dir.path(), &device("NVIDIA H200"), &[plain, mx.clone()]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches("\"mx\":").count(), 1, "{text}");
+        assert!(text.contains("\"dequantize_then_cublas_bf16\"") && text.contains("\"cublaslt_fp8_tensorwise\""));
+        let back = load(&path).unwrap().records;
+        let (got, want) = (back[1].mx.as_ref().unwrap(), mx.mx.as_ref().unwrap());
+        assert_eq!(got.ratio_cublaslt_fp8_tensorwise, want.ratio_cublaslt_fp8_tensorwise);
+        assert_eq!(
+            got.dequantize_then_cublas_bf16.median_ms,
+            want.dequantize_then_cublas_bf16.median_ms
+        );
+        assert_eq!(
+            (&got.quantizer, &got.cublaslt_fp8_output),
+            (&want.quantizer, &want.cublaslt_fp8_output)
+        );
+        assert!(back[0].mx.is_none());
     }
 
     #[test]

@@ -142,6 +142,43 @@ impl Bounds {
         }
     }
 
+    /// (c) An fp32 output (step 11) against the exact (f64) product: no output rounding, only the fp32
+    /// accumulation `e <= 2^-9·rms(ref)` of (a)'s derivation, so `atol = 2^-9·rms`, a token
+    /// `rtol = 2^-16` (fp32 is 2^-24; the slack covers an accumulation whose error grows with the
+    /// element rather than with rms), and `rel_fro <= 2^-10` (the coherent worst case measured at
+    /// K = 16384 is 5.8e-4·rms; a round-to-nearest accumulation is ~1e-5).
+    pub const fn f32_vs_exact() -> Bounds {
+        Bounds {
+            rel_fro: P10,
+            rtol: P16,
+            atol_rms: P9,
+        }
+    }
+
+    /// (d) An fp32 output against another fp32 output accumulated in another order (step 11 against
+    /// cuBLAS with fp32 `C` on the dequantized operands): two accumulations, `atol = 2·2^-9·rms`,
+    /// `rtol = 2^-16` as (c), `rel_fro <= 2^-9` (two coherent worst cases in opposite directions).
+    /// 128× tighter than (b) in `rtol`: what the missing bf16 rounding buys.
+    pub const fn f32_vs_f32() -> Bounds {
+        Bounds {
+            rel_fro: P9,
+            rtol: P16,
+            atol_rms: P8,
+        }
+    }
+
+    /// (e) An fp32 output against a bf16 output of another fp32-accumulating kernel (step 11 against
+    /// step 10 or cuBLAS bf16 on the dequantized operands): the reference rounded once, by at most
+    /// half a bf16 ulp, `2^-8·|ref|`; both accumulated, `e1 + e2 <= 2^-8·rms`. So `rtol = 2^-8`,
+    /// `atol = 2^-8·rms`, and the Frobenius bound of (a), `2^-8 + 2^-10`.
+    pub const fn f32_vs_bf16() -> Bounds {
+        Bounds {
+            rel_fro: P8 + P10,
+            rtol: P8,
+            atol_rms: P8,
+        }
+    }
+
     /// The bounds for a reference of this kind: (a) for an exact one, (b) for a bf16 one.
     pub fn for_reference(reference: &Reference) -> Bounds {
         match reference {
@@ -173,6 +210,7 @@ const P7: f64 = 1.0 / 128.0;
 const P8: f64 = 1.0 / 256.0;
 const P9: f64 = 1.0 / 512.0;
 const P10: f64 = 1.0 / 1024.0;
+const P16: f64 = 1.0 / 65536.0;
 
 /// `2^-n` for a power of two, the number otherwise.
 fn pow2_or_number(x: f64) -> String {
@@ -289,13 +327,39 @@ impl Outside {
     }
 }
 
+/// An element of a kernel's output: bf16 (steps 01–10) or fp32 (step 11).
+pub trait OutputElement: Copy + Send + Sync {
+    /// The value, exactly, in f64 (NaN and Inf carry over).
+    fn wide(self) -> f64;
+}
+
+impl OutputElement for bf16 {
+    #[inline(always)]
+    fn wide(self) -> f64 {
+        wide(self)
+    }
+}
+
+impl OutputElement for f32 {
+    #[inline(always)]
+    fn wide(self) -> f64 {
+        f64::from(self)
+    }
+}
+
 /// Compares `got` (M×N, row-major) with `reference` under `bounds`; never panics on bad input
 /// (a length mismatch is a failed check). `against` names the reference in the report.
 ///
 /// Fails when any compared element is outside the elementwise bound (NaN and Inf always are), when
 /// the relative Frobenius error exceeds [`Bounds::rel_fro_for`], or — with a sampled reference —
 /// when any element of `got` at all is NaN or Inf (an unwritten element keeps its NaN poison).
-pub fn compare(against: &str, got: &[bf16], reference: &Reference, shape: Shape, bounds: &Bounds) -> Check {
+pub fn compare<T: OutputElement>(
+    against: &str,
+    got: &[T],
+    reference: &Reference,
+    shape: Shape,
+    bounds: &Bounds,
+) -> Check {
     let elements = shape.m * shape.n;
     let mut check = Check {
         against: against.to_string(),
@@ -331,12 +395,12 @@ pub fn compare(against: &str, got: &[bf16], reference: &Reference, shape: Shape,
     // Each reference kind is one closure from "compared element t" to (linear index, got, ref);
     // the two passes are generic over it, so each kind gets its own tight loop.
     let outcome = match reference {
-        Reference::Bf16(r) => two_passes(elements, bounds, |t| (t, wide(got[t]), wide(r[t]))),
-        Reference::F64(r) => two_passes(elements, bounds, |t| (t, wide(got[t]), r[t])),
+        Reference::Bf16(r) => two_passes(elements, bounds, |t| (t, got[t].wide(), wide(r[t]))),
+        Reference::F64(r) => two_passes(elements, bounds, |t| (t, got[t].wide(), r[t])),
         Reference::Sampled { positions, values } => two_passes(values.len(), bounds, |t| {
             let (i, j) = positions[t];
             let at = i * shape.n + j;
-            (at, wide(got[at]), values[t])
+            (at, got[at].wide(), values[t])
         }),
     };
     let (sums, mut outside, rms) = outcome;
@@ -478,16 +542,15 @@ where
 }
 
 /// The first NaN or Inf in `got` and how many there are.
-fn scan_non_finite(got: &[bf16]) -> Outside {
+fn scan_non_finite<T: OutputElement>(got: &[T]) -> Outside {
     got.par_chunks(CHUNK)
         .enumerate()
         .map(|(c, chunk)| {
-            // bf16 is NaN or Inf exactly when its exponent bits are all ones.
-            let bad = |v: &bf16| v.to_bits() & 0x7F80 == 0x7F80;
+            let bad = |v: &T| !v.wide().is_finite();
             let count = chunk.iter().filter(|v| bad(v)).count() as u64;
             let first = chunk.iter().position(bad).map(|p| Bad {
                 at: c * CHUNK + p,
-                got: chunk[p].to_f64(),
+                got: chunk[p].wide(),
                 reference: None,
                 d: f64::NAN,
                 bound: f64::NAN,

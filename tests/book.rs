@@ -234,6 +234,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         dynamic_smem_bytes: 0,
         local_bytes: Some(0),
         profile: None,
+        mx: None,
     };
     let file = ResultsFile {
         device: DeviceInfo {

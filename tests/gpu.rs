@@ -49,6 +49,10 @@ fn every_step_is_verified_at_square_and_ragged_shapes() {
     for (i, &shape) in shapes.iter().enumerate() {
         let mut session = Session::new(gpu, shape, 1000 + i as u64).unwrap_or_else(|e| panic!("{e}"));
         for step in steps::ALL {
+            // MXFP8 needs K % 32 == 0: the ragged shapes with other K are for the bf16 steps.
+            if step.format.contract_violation(shape).is_some() {
+                continue;
+            }
             let outcome = session
                 .run_step(step.id, &check_only)
                 .unwrap_or_else(|e| panic!("{} {shape}: {e}", step.binary()));

@@ -1,0 +1,308 @@
+//! Step 11's checks. On the CPU: emulated MX kernels on real step 11 inputs; correct ones (fp32
+//! accumulation in any order) pass every comparison the harness makes, and wrong ones (a scale read
+//! from the wrong k-block, the scales ignored, an unwritten tile) are rejected by every one. On a GPU:
+//! the dequantize kernel is bit-exact, a naive MX kernel passes and its planted wrong-scale twin
+//! fails, and step 11 itself is verified at square and ragged shapes (this needs the real sm90.cu).
+
+mod common;
+
+use gemm_ladder::mx::{self, MxInputs, BLOCK};
+use gemm_ladder::problem::{Inputs, Shape};
+use gemm_ladder::registry::{Format, GemmOperands, KernelFile, Targets};
+use gemm_ladder::session::{self, RunOptions, Session};
+use gemm_ladder::steps;
+use gemm_ladder::verify::{compare, Bounds, Reference};
+use half::bf16;
+use rayon::prelude::*;
+
+/// How an emulated MX kernel goes wrong, if it does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kernel {
+    /// Block by block, forward: fp32 partial sums of 32 exact products, scaled, added up.
+    Correct,
+    /// k = K−1 … 0 over the dequantized values (as step 10 or cuBLAS might add).
+    CorrectReverse,
+    /// A's scale for k-block 0 read from k-block 1.
+    WrongScaleBlock,
+    /// The scales ignored (every block as if its scale were 1).
+    NoScales,
+    /// The last 16 rows never written (NaN poison stays).
+    SkipsLastRows,
+}
+
+fn emulate(mx: &MxInputs, kernel: Kernel) -> Vec<f32> {
+    let Shape { m, n, k } = mx.shape;
+    let blocks = k / BLOCK;
+    let (a, b) = (&mx.a, &mx.b);
+    let e = |x: u8| mx::e4m3_to_f32(x);
+    let s = |x: u8| mx::e8m0_to_f64(x) as f32;
+    let mut c = vec![0.0f32; m * n];
+    c.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+        for (j, out) in row.iter_mut().enumerate() {
+            let (ra, rb) = (&a.elements[i * k..(i + 1) * k], &b.elements[j * k..(j + 1) * k]);
+            *out = match kernel {
+                Kernel::CorrectReverse => (0..k).rev().fold(0.0f32, |acc, t| {
+                    acc + mx.a_bf16[i * k + t].to_f32() * mx.b_bf16[j * k + t].to_f32()
+                }),
+                Kernel::SkipsLastRows if i + 16 >= m => f32::NAN,
+                _ => (0..blocks).fold(0.0f32, |acc, blk| {
+                    let partial = (blk * BLOCK..(blk + 1) * BLOCK).fold(0.0f32, |p, t| p + e(ra[t]) * e(rb[t]));
+                    let a_block = if kernel == Kernel::WrongScaleBlock && blk == 0 {
+                        1
+                    } else {
+                        blk
+                    };
+                    let scale = match kernel {
+                        Kernel::NoScales => 1.0,
+                        _ => s(a.scales[i * blocks + a_block]) * s(b.scales[j * blocks + blk]),
+                    };
+                    acc + partial * scale
+                }),
+            };
+        }
+    });
+    c
+}
+
+/// The comparisons `Session::check_mx_output` makes, with emulated references: step 10 on the
+/// dequantized operands (bf16 C), cuBLAS with fp32 C, and the exact MX product.
+fn checks(mx: &MxInputs, got: &[f32]) -> Vec<gemm_ladder::verify::Check> {
+    let shape = mx.shape;
+    let step10: Vec<bf16> = emulate(mx, Kernel::CorrectReverse)
+        .iter()
+        .map(|&v| bf16::from_f32(v))
+        .collect();
+    let fp32 = Reference::F64(
+        emulate(mx, Kernel::CorrectReverse)
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect(),
+    );
+    vec![
+        compare(
+            "step10 (dequantized)",
+            got,
+            &Reference::Bf16(step10),
+            shape,
+            &Bounds::f32_vs_bf16(),
+        ),
+        compare("cuBLAS fp32 C (dequantized)", got, &fp32, shape, &Bounds::f32_vs_f32()),
+        compare(
+            "MX f64",
+            got,
+            &mx::reference(&mx.a, &mx.b),
+            shape,
+            &Bounds::f32_vs_exact(),
+        ),
+    ]
+}
+
+/// Shapes with at least two k-blocks (a wrong block needs another to read from), ragged, one large
+/// enough for the sampled reference.
+const SHAPES: [Shape; 5] = [
+    Shape::new(64, 48, 256),
+    Shape::new(33, 17, 1024),
+    Shape::new(1, 200, 64),
+    Shape::new(40, 24, 16384),
+    Shape::new(257, 255, 4096),
+];
+
+#[test]
+fn correct_mx_kernels_pass_and_wrong_ones_fail_every_check() {
+    for (s, &shape) in SHAPES.iter().enumerate() {
+        let mx = MxInputs::from_inputs(&Inputs::generate(shape, 40 + s as u64));
+        for kernel in [Kernel::Correct, Kernel::CorrectReverse] {
+            for check in checks(&mx, &emulate(&mx, kernel)) {
+                assert!(check.passed, "{kernel:?} at {shape}: {check}");
+            }
+        }
+        for kernel in [Kernel::WrongScaleBlock, Kernel::NoScales, Kernel::SkipsLastRows] {
+            for check in checks(&mx, &emulate(&mx, kernel)) {
+                assert!(!check.passed, "{kernel:?} at {shape} passed: {check}");
+                println!("{kernel:?} at {shape}: {check}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_mx_shape_rule_is_one_line_before_any_launch() {
+    let step = steps::get(11).unwrap();
+    assert_eq!(step.format, Format::Mxfp8);
+    let err = step
+        .format
+        .check(Shape::new(128, 128, 200), "step11")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("multiple of 32") && !err.contains('\n'), "{err}");
+    assert!(step.format.check(Shape::new(1, 1, 32), "step11").is_ok());
+    assert!(Format::Bf16.check(Shape::new(1, 1, 200), "step10").is_ok());
+    assert!(steps::ALL
+        .iter()
+        .filter(|s| s.id <= 10)
+        .all(|s| s.format == Format::Bf16));
+}
+
+#[test]
+fn the_dequantize_kernel_compiles_and_assembles_for_every_gpu_it_claims() {
+    use gemm_ladder::nvrtc::{self, Output};
+    if !common::nvrtc_or_skip("dequantize_kernel_compiles") {
+        return;
+    }
+    for file in [&mx::DEQUANT_KERNEL, &naive_kernel(false)] {
+        for &arch in file.targets.claimed_archs() {
+            let ptx = nvrtc::compile(file, arch, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+            nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+/// tests/kernels/mx_naive.cu, correct or with its planted wrong-scale bug.
+fn naive_kernel(wrong_scale: bool) -> KernelFile {
+    KernelFile {
+        path: "tests/kernels/mx_naive.cu",
+        source: include_str!("kernels/mx_naive.cu"),
+        targets: Targets::AnyGpu,
+        entry: "mx_naive",
+        defines: if wrong_scale { &[("WRONG_SCALE_BLOCK", 1)] } else { &[] },
+        max_dynamic_smem: 0,
+        launch: launch_naive,
+    }
+}
+
+fn launch_naive(
+    function: &cudarc::driver::CudaFunction,
+    stream: &cudarc::driver::CudaStream,
+    ops: &GemmOperands,
+) -> gemm_ladder::error::Result<()> {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    let s = ops.shape;
+    let config = LaunchConfig {
+        grid_dim: (s.n.div_ceil(128) as u32, s.m as u32, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (m, n, k) = (s.m as i32, s.n as i32, s.k as i32);
+    let mut args = stream.launch_builder(function);
+    args.arg(&ops.a)
+        .arg(&ops.b)
+        .arg(&ops.scale_a)
+        .arg(&ops.scale_b)
+        .arg(&ops.c);
+    args.arg(&m).arg(&n).arg(&k);
+    // SAFETY: mx_naive(const u8*, const u8*, const u8*, const u8*, float*, int, int, int).
+    unsafe { args.launch(config) }
+        .map(|_| ())
+        .map_err(gemm_ladder::error::Error::cuda("launching mx_naive"))
+}
+
+static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The harness's MX path end to end without step 11's kernel: the MXFP8 inputs on the GPU, step 10
+/// and cuBLAS on the dequantized operands, the f64 reference; a naive MX kernel passes every check,
+/// its wrong-scale twin fails every one.
+#[test]
+fn on_the_gpu_a_naive_mx_kernel_passes_and_a_wrong_scale_fails() {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut gpu) = common::gpu_or_skip("naive_mx_kernel") else {
+        return;
+    };
+    for shape in [Shape::new(200, 190, 256), Shape::new(513, 257, 1056)] {
+        let mut session = Session::new(gpu, shape, 17).unwrap_or_else(|e| panic!("{e}"));
+        for wrong in [false, true] {
+            let file = naive_kernel(wrong);
+            let (function, _) = session::load_file(&session.gpu, &file).unwrap_or_else(|e| panic!("{e}"));
+            let out = session
+                .run_mx_function(&function, file.launch, file.entry)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let checks = session
+                .check_mx_output(Some(10), &out)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(checks.len(), 4);
+            for check in &checks {
+                println!("naive MX (wrong scale: {wrong}) {shape}: {check}");
+                assert_eq!(check.passed, !wrong, "wrong scale {wrong} at {shape}: {check}");
+            }
+        }
+        gpu = session.into_gpu();
+    }
+}
+
+/// The dequantize kernel reproduces the CPU's exact dequantization bit for bit, blocked scales and all.
+#[test]
+fn on_the_gpu_the_dequantize_kernel_is_exact() {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu_or_skip("dequantize_kernel_is_exact") else {
+        return;
+    };
+    use cudarc::driver::DevicePtr;
+    let shape = Shape::new(300, 130, 544);
+    let mx = MxInputs::from_inputs(&Inputs::generate(shape, 23));
+    let (function, _) = session::load_file(&gpu, &mx::DEQUANT_KERNEL).unwrap_or_else(|e| panic!("{e}"));
+    let stream = &gpu.stream;
+    let q = stream.clone_htod(&mx.a.elements).unwrap();
+    let scales = stream.clone_htod(&mx.a_scales_blocked()).unwrap();
+    let out = stream.alloc_zeros::<u16>(shape.m * shape.k).unwrap();
+    let address = |s: &cudarc::driver::CudaSlice<u8>| s.device_ptr(stream).0;
+    let out_address = out.device_ptr(stream).0;
+    mx::launch_dequantize(
+        &function,
+        stream,
+        address(&q),
+        address(&scales),
+        out_address,
+        shape.m,
+        shape.k,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let got = stream.clone_dtoh(&out).unwrap();
+    let expected: Vec<u16> = mx.a_bf16.iter().map(|v| v.to_bits()).collect();
+    if let Some(i) = got.iter().zip(&expected).position(|(g, e)| g != e) {
+        panic!("element {i}: {:#06x}, expected {:#06x}", got[i], expected[i]);
+    }
+}
+
+/// Step 11's own kernel, verified like every step (against step 10 on the dequantized operands,
+/// cuBLAS bf16 and fp32-out, the f64 MX product) at square and ragged shapes, then timed once with
+/// its baselines. Needs the real sm90.cu (a placeholder traps).
+#[test]
+fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut gpu) = common::gpu_or_skip("step_11_is_verified") else {
+        return;
+    };
+    let shapes = [
+        Shape::square(512),
+        Shape::square(1024),
+        Shape::new(1000, 1030, 160),
+        Shape::new(4099, 129, 544),
+        Shape::new(300, 520, 224),
+        Shape::new(1, 1, 32),
+    ];
+    let check_only = RunOptions {
+        check_only: true,
+        iters: None,
+    };
+    for (i, &shape) in shapes.iter().enumerate() {
+        let mut session = Session::new(gpu, shape, 1100 + i as u64).unwrap_or_else(|e| panic!("{e}"));
+        let outcome = session
+            .run_step(11, &check_only)
+            .unwrap_or_else(|e| panic!("step11 {shape}: {e}"));
+        assert!(outcome.checks.len() == 4 && outcome.checks.iter().all(|c| c.passed));
+        println!(
+            "step11 {shape}: {:?}",
+            outcome.checks.iter().map(|c| c.rel_fro).collect::<Vec<_>>()
+        );
+        gpu = session.into_gpu();
+    }
+    let mut session = Session::new(gpu, Shape::square(2048), 7).unwrap_or_else(|e| panic!("{e}"));
+    let timed = RunOptions {
+        check_only: false,
+        iters: Some(10),
+    };
+    let outcome = session.run_step(11, &timed).unwrap_or_else(|e| panic!("{e}"));
+    let record = outcome.record.expect("timed");
+    let mx = record.mx.expect("step 11 records its baselines");
+    assert!(record.time.tflops > 0.0 && mx.dequantize_then_cublas_bf16.tflops > 0.0);
+    println!("{mx:?}");
+}
