@@ -283,12 +283,12 @@ impl Fp8Tensorwise {
 
     /// Enqueues `C = A·Bᵀ` on the stream: `a`, `b` e4m3 device pointers, `c` fp32.
     pub fn gemm(&self, a: u64, b: u64, c: u64) -> Result<()> {
-        use cudarc::driver::DevicePtrMut;
+        use cudarc::driver::DevicePtr;
         let (alpha, beta) = (1.0f32, 0.0f32);
-        let mut workspace = self.workspace.clone();
-        let (ws, _sync) = workspace.device_ptr_mut(&self.stream);
-        // SAFETY: the descriptors describe buffers of the shape given to `new`; the stream outlives
-        // the call.
+        // The workspace's address (no copy of it: a clone of a CudaSlice would allocate and copy).
+        let (ws, _sync) = self.workspace.device_ptr(&self.stream);
+        // SAFETY: the descriptors describe buffers of the shape given to `new`; the workspace is used
+        // only by these calls, all on this one stream; the stream outlives the call.
         let status = unsafe {
             lt::cublasLtMatmul(
                 self.handle,
