@@ -11,6 +11,9 @@
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
 //!
+//! and the evidence directives of [`crate::book_evidence`] (`ladder-evidence stepNN`,
+//! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`).
+//!
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
 //! the sweep directives show only them.
 //! A backslash in front (`\{{#ladder-table}}`) leaves the directive as text. With no results yet,
@@ -249,12 +252,26 @@ impl LadderResults {
                 ("ladder-figure", []) => self.figure_links(chapter),
                 ("ladder-sweep-table", []) => sweep_table(&self.files),
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
+                ("ladder-evidence", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    crate::book_evidence::evidence_table(&self.files, id)
+                }
+                ("ladder-timeline", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    crate::book_evidence::timeline_section(self.book_dir.as_deref(), id, chapter)
+                }
+                ("ladder-l2", []) => crate::book_evidence::l2_roofline(&self.files),
+                ("ladder-quoted", []) => crate::book_evidence::quoted_table(),
+                ("ladder-sources", []) => crate::book_evidence::sources_list(),
+                ("ladder-quote", [id]) => {
+                    crate::book_evidence::quote(id).ok_or_else(|| bad("no such quoted number (shared/quoted.rs)"))?
+                }
                 ("ladder-table" | "ladder-figure" | "ladder-sweep-table" | "ladder-sweep-figure", _) => {
                     return Err(bad("too many arguments"))
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-figure, ladder-sweep-table and ladder-sweep-figure",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };

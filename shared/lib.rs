@@ -7,6 +7,7 @@
 
 pub mod arch;
 pub mod book;
+pub mod book_evidence;
 pub mod cli;
 pub mod cublas;
 pub mod encoding;

@@ -1,0 +1,489 @@
+//! The book's evidence directives (the `ladder-results` pass of [`crate::book`] calls these):
+//!
+//! | directive                      | becomes                                                          |
+//! |--------------------------------|------------------------------------------------------------------|
+//! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's, per GPU  |
+//! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
+//! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
+//! | `{{#ladder-quoted}}`           | every number quoted from another text ([`crate::quoted`])        |
+//! | `{{#ladder-quote gau-v6}}`     | one quoted number, inline: `1476 TFLOPS`                         |
+//! | `{{#ladder-sources}}`          | the list of source texts                                         |
+//!
+//! Each says plainly when there is nothing recorded yet.
+
+use crate::evidence::{Profile, ProfileSource};
+use crate::quoted::{self, QUOTED, SOURCES};
+use crate::results::{significant, ResultsFile, StepRecord};
+use crate::timeline;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The plain (not sweep) record of `step` at the shape the chapter shows: 4096³ when there is one,
+/// else the largest square one, else any.
+fn chapter_record(file: &ResultsFile, step: u8) -> Option<&StepRecord> {
+    let mut plain: Vec<&StepRecord> = file.records.iter().filter(|r| r.step == step && !r.sweep).collect();
+    plain.sort_by_key(|r| {
+        (
+            r.shape.m == 4096 && r.shape.n == 4096 && r.shape.k == 4096,
+            r.shape.m * r.shape.n,
+        )
+    });
+    plain.last().copied()
+}
+
+fn mb(bytes: f64) -> String {
+    if bytes >= 1e9 {
+        format!("{} GB", significant(bytes / 1e9, 3))
+    } else {
+        format!("{} MB", significant(bytes / 1e6, 3))
+    }
+}
+
+fn count(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{} G", significant(x / 1e9, 3))
+    } else if x >= 1e6 {
+        format!("{} M", significant(x / 1e6, 3))
+    } else {
+        significant(x, 3)
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{}%", significant(x, 3))
+}
+
+/// The rows of the evidence table: label, and how to read a value out of a record.
+type Row = (&'static str, fn(&StepRecord, &Profile) -> Option<String>);
+
+fn ncu_value(p: &Profile, key: &str) -> Option<f64> {
+    p.ncu.as_ref().and_then(|n| n.get(key))
+}
+
+const ROWS: &[Row] = &[
+    ("evidence from", |_, p| {
+        Some(match (&p.source, &p.ncu) {
+            (ProfileSource::Ncu, Some(n)) => format!("Nsight Compute ({})", n.tool.replace("Version ", "")),
+            _ => match &p.note {
+                Some(note) => format!("computed only ({note})"),
+                None => "computed only (not profiled)".into(),
+            },
+        })
+    }),
+    ("bytes A, B and C must move at least", |_, p| {
+        Some(mb(p.computed.compulsory_bytes() as f64))
+    }),
+    ("DRAM bytes read + written", |_, p| {
+        let (r, w) = (ncu_value(p, "dram_read_bytes")?, ncu_value(p, "dram_write_bytes")?);
+        Some(format!(
+            "{} ({}× the least)",
+            mb(r + w),
+            significant((r + w) / p.computed.compulsory_bytes().max(1) as f64, 3)
+        ))
+    }),
+    ("DRAM throughput (% of peak)", |_, p| {
+        ncu_value(p, "dram_throughput_pct").map(pct)
+    }),
+    ("L2 hit rate", |_, p| ncu_value(p, "l2_hit_rate_pct").map(pct)),
+    ("L2 ↔ SM traffic (sectors × 32 B)", |_, p| {
+        ncu_value(p, "l2_sectors").map(|s| format!("{} ({} sectors)", mb(32.0 * s), count(s)))
+    }),
+    ("flops per byte of L2 ↔ SM traffic", |_, p| {
+        ncu_value(p, "l2_sectors").map(|s| significant(p.computed.flops / (32.0 * s), 3))
+    }),
+    ("L2 requests from the SMs", |_, p| {
+        ncu_value(p, "l2_requests").map(count)
+    }),
+    ("L2 throughput (% of peak)", |_, p| {
+        ncu_value(p, "l2_throughput_pct").map(pct)
+    }),
+    ("shared loads: wavefronts (of them bank conflicts)", |_, p| {
+        let w = ncu_value(p, "smem_ld_wavefronts")?;
+        Some(match ncu_value(p, "smem_ld_conflicts") {
+            Some(c) => format!("{} ({})", count(w), count(c)),
+            None => count(w),
+        })
+    }),
+    ("shared stores: wavefronts (of them bank conflicts)", |_, p| {
+        let w = ncu_value(p, "smem_st_wavefronts")?;
+        Some(match ncu_value(p, "smem_st_conflicts") {
+            Some(c) => format!("{} ({})", count(w), count(c)),
+            None => count(w),
+        })
+    }),
+    ("tensor pipe busy", |_, p| ncu_value(p, "tensor_pipe_pct").map(pct)),
+    ("FMA pipe busy", |_, p| ncu_value(p, "fma_pipe_pct").map(pct)),
+    ("issue slots busy", |_, p| ncu_value(p, "issue_busy_pct").map(pct)),
+    ("occupancy: achieved (theoretical)", |_, p| {
+        let theory = p.computed.theoretical_occupancy.map(|t| pct(100.0 * t));
+        match (ncu_value(p, "achieved_occupancy_pct"), theory) {
+            (Some(a), Some(t)) => Some(format!("{} ({t})", pct(a))),
+            (Some(a), None) => Some(pct(a)),
+            (None, Some(t)) => Some(format!("— ({t})")),
+            (None, None) => None,
+        }
+    }),
+    ("threads a block, blocks an SM", |_, p| {
+        let c = &p.computed;
+        Some(format!(
+            "{}, {}",
+            c.block_threads.map_or("—".into(), |t| t.to_string()),
+            c.blocks_per_sm.map_or("—".into(), |b| b.to_string())
+        ))
+    }),
+    ("registers a thread", |r, _| r.registers.map(|v| v.to_string())),
+    ("top stall reasons (warps per issue)", |_, p| {
+        let stalls = &p.ncu.as_ref()?.stalls;
+        (!stalls.is_empty()).then(|| {
+            stalls
+                .iter()
+                .take(3)
+                .map(|s| format!("{} {}", s.reason.replace('_', " "), significant(s.per_issue, 2)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }),
+    ("kernel time under ncu (clocks not locked)", |_, p| {
+        ncu_value(p, "duration_ns").map(|ns| format!("{} ms", significant(ns / 1e6, 3)))
+    }),
+];
+
+/// `{{#ladder-evidence stepNN}}`: per GPU, the step's evidence beside its predecessor's.
+pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
+    let hint = format!(
+        "`cargo run --release --bin step{step:02} -- --profile` on a GPU records them (Nsight Compute's counters where `ncu` is installed)"
+    );
+    let mut out = String::new();
+    let previous = crate::steps::get(step).ok().and_then(|s| s.predecessor);
+    let mut any = false;
+    for file in files {
+        let Some(this) = chapter_record(file, step) else {
+            continue;
+        };
+        let before = previous.and_then(|p| chapter_record(file, p));
+        let columns: Vec<&StepRecord> = before.into_iter().chain(std::iter::once(this)).collect();
+        if columns.iter().all(|r| r.profile.is_none()) {
+            let _ = writeln!(out, "Not profiled yet on {}: {hint}.\n", file.device.name);
+            continue;
+        }
+        any = true;
+        let _ = writeln!(out, "Evidence on {}, {}:\n", file.device.name, this.shape);
+        let mut header = String::from("| |");
+        let mut rule = String::from("|---|");
+        for r in &columns {
+            let _ = write!(header, " {} |", r.label());
+            rule.push_str("---|");
+        }
+        let _ = writeln!(out, "{header}\n{rule}");
+        for (label, value) in ROWS {
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|r| match &r.profile {
+                    Some(p) => value(r, p).unwrap_or_else(|| "—".into()),
+                    None => "not profiled".into(),
+                })
+                .collect();
+            if cells.iter().all(|c| c == "—" || c == "not profiled") {
+                continue;
+            }
+            let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
+        }
+        out.push('\n');
+        if columns
+            .iter()
+            .any(|r| r.profile.as_ref().is_none_or(|p| p.ncu.is_none()))
+        {
+            let _ = writeln!(
+                out,
+                "A column without counters has not been profiled under Nsight Compute: {hint}.\n"
+            );
+        }
+    }
+    if !any && out.is_empty() {
+        let _ = writeln!(out, "Not profiled yet: nothing is recorded for step{step:02}; {hint}.");
+    }
+    out
+}
+
+/// `{{#ladder-timeline stepNN}}`: every recorded timeline of the step (one per GPU), or one sentence.
+pub fn timeline_section(book_dir: Option<&Path>, step: u8, chapter: &Path) -> String {
+    let not_yet = format!(
+        "No timeline recorded yet: `cargo run --release --bin step{step:02} -- --timeline` on a Hopper GPU records one (the kernel built with timeline stamps, run once, drawn here).\n"
+    );
+    let Some(book_dir) = book_dir else {
+        return not_yet;
+    };
+    let dir = crate::results::results_dir(book_dir).join("timelines");
+    let prefix = format!("timeline-step{step:02}-");
+    let mut traces: Vec<_> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".json"))
+        })
+        .collect();
+    traces.sort();
+    let up = "../".repeat(chapter.parent().map_or(0, |p| p.components().count()));
+    let mut out = String::new();
+    for trace in traces {
+        let Some(s) = timeline::load_summary(&trace) else {
+            continue;
+        };
+        let slug = crate::results::slug(&s.gpu);
+        let name = trace.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if timeline::svg_path(book_dir, step, &slug).is_file() {
+            let _ = writeln!(
+                out,
+                "![Timeline of step{step:02} on {}]({up}figures/timeline-step{step:02}-{slug}.svg)\n",
+                s.gpu
+            );
+        }
+        let _ = writeln!(
+            out,
+            "Recorded on {} at {}, {}: the stamped build took {} ms against the plain build's {} ms \
+             ({:+.1}%, medians of {} alternating rounds), so the stamps barely move what they show; every time in \
+             the tables comes from the plain build. {} stamps{}; the consumers drawn spend {:.0}% of their \
+             time between a stage's arrival and their MMAs' completion and {:.0}% in epilogues. The whole \
+             trace of the drawn SMs is [{name}]({up}results/timelines/{name}) (open it at \
+             [ui.perfetto.dev](https://ui.perfetto.dev)).\n",
+            s.gpu,
+            s.shape,
+            s.date.get(..10).unwrap_or(&s.date),
+            significant(s.instrumented_ms, 3),
+            significant(s.plain_ms, 3),
+            100.0 * s.overhead,
+            s.runs,
+            s.stamps,
+            if s.dropped > 0 {
+                format!(" ({} warpgroups ran out of room)", s.dropped)
+            } else {
+                String::new()
+            },
+            100.0 * s.consumer_mma_share,
+            100.0 * s.consumer_epilogue_share,
+        );
+    }
+    if out.is_empty() {
+        not_yet
+    } else {
+        out
+    }
+}
+
+/// `{{#ladder-l2}}`: the L2 level of the roofline, from the profiled records: flops per byte that
+/// crossed between L2 and the SMs, and the rate it crossed at.
+pub fn l2_roofline(files: &[ResultsFile]) -> String {
+    let mut out = String::new();
+    for file in files {
+        let rows: Vec<(&StepRecord, f64, f64)> = file
+            .records
+            .iter()
+            .filter(|r| !r.sweep)
+            .filter_map(|r| {
+                let p = r.profile.as_ref()?;
+                let sectors = ncu_value(p, "l2_sectors")?;
+                let ns = ncu_value(p, "duration_ns")?;
+                Some((r, p.computed.flops / (32.0 * sectors), 32.0 * sectors / ns / 1e3))
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "On {} (Nsight Compute, clocks not locked):\n\n| step | shape | flops per byte L2 ↔ SM | L2 ↔ SM rate |\n|---|---|---|---|",
+            file.device.name
+        );
+        for (r, intensity, tbs) in rows {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} TB/s |",
+                r.label(),
+                r.shape,
+                significant(intensity, 3),
+                significant(tbs, 3)
+            );
+        }
+        out.push('\n');
+    }
+    if out.is_empty() {
+        "No step has been profiled yet, so the L2 line has no measured points: `cargo run --release --bin ladder -- --profile` records them.\n".into()
+    } else {
+        out
+    }
+}
+
+/// `{{#ladder-quoted}}`: every quoted number, with its source.
+pub fn quoted_table() -> String {
+    let mut out = String::from(
+        "| figure | what | measures | GPU, shape | TFLOPS | our rung | source |\n|---|---|---|---|---|---|---|\n",
+    );
+    for q in QUOTED {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {}, {} | {}{} | {} | {} |",
+            q.id,
+            q.what,
+            q.measures,
+            q.gpu,
+            q.shape,
+            q.tflops,
+            q.derived.map_or(String::new(), |d| format!(" (derived: {d})")),
+            q.step.map_or("—".into(), |s| format!("step{s:02}")),
+            q.source.title
+        );
+    }
+    out
+}
+
+/// `{{#ladder-quote ID}}`: `1476 TFLOPS`.
+pub fn quote(id: &str) -> Option<String> {
+    quoted::get(id).map(|q| format!("{} TFLOPS", q.tflops))
+}
+
+/// `{{#ladder-sources}}`: the texts the ladder follows, with their authors and addresses.
+pub fn sources_list() -> String {
+    let mut out = String::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for s in SOURCES {
+        if seen.contains(&s.title) {
+            continue;
+        }
+        seen.push(s.title);
+        let address = if s.address.is_empty() {
+            String::new()
+        } else {
+            format!(" <{}>", s.address)
+        };
+        let seed = if s.seed.is_empty() {
+            String::new()
+        } else {
+            format!(" The project's copy: `{}`.", s.seed)
+        };
+        let _ = writeln!(
+            out,
+            "- **{}** — {}.{address} Steps {}.{seed}",
+            s.title, s.authors, s.steps
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::{computed_for_shape, NcuCounters, Stall};
+    use crate::results::tests::{device, record_of};
+    use std::collections::BTreeMap;
+
+    fn profiled(step: u8, name: &str, ncu: bool) -> StepRecord {
+        let mut r = record_of(step, name, 4096, 0.3);
+        let computed = computed_for_shape(r.shape);
+        let counters = ncu.then(|| {
+            let values: BTreeMap<String, f64> = [
+                ("dram_read_bytes", 150e6),
+                ("dram_write_bytes", 33.5e6),
+                ("l2_hit_rate_pct", 86.25),
+                ("l2_sectors", 67_108_864.0),
+                ("duration_ns", 230_000.0),
+                ("tensor_pipe_pct", 62.5),
+                ("smem_ld_wavefronts", 2.0e6),
+                ("smem_ld_conflicts", 0.0),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            NcuCounters {
+                tool: "Version 2025.3.1.0".into(),
+                metrics: values.keys().map(|k| (k.clone(), "x.sum".into())).collect(),
+                values,
+                stalls: vec![Stall {
+                    reason: "long_scoreboard".into(),
+                    per_issue: 3.5,
+                }],
+            }
+        });
+        r.profile = Some(Profile {
+            source: if ncu {
+                ProfileSource::Ncu
+            } else {
+                ProfileSource::Computed
+            },
+            note: (!ncu).then(|| "ncu not found".into()),
+            computed,
+            ncu: counters,
+        });
+        r
+    }
+
+    #[test]
+    fn evidence_tables_show_the_step_beside_its_predecessor() {
+        let file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![profiled(4, "tma_mma", false), profiled(5, "swizzle128", true)],
+        };
+        let text = evidence_table(std::slice::from_ref(&file), 5);
+        assert!(text.contains("| | 04 tma_mma | 05 swizzle128 |"), "{text}");
+        assert!(text.contains("computed only (ncu not found)"), "{text}");
+        assert!(text.contains("Nsight Compute (2025.3.1.0)"), "{text}");
+        assert!(text.contains("| L2 hit rate | — | 86.2% |"), "{text}");
+        assert!(text.contains("2.15 GB (67.1 M sectors)"), "{text}");
+        assert!(text.contains("long scoreboard 3.5"), "{text}");
+        assert!(text.contains("without counters"), "{text}");
+        // Flops per L2 byte: 2·4096³ / 2.15 GB = 64.
+        assert!(
+            text.contains("| flops per byte of L2 ↔ SM traffic | — | 64.0 |"),
+            "{text}"
+        );
+        // A step with no profile at all, and one not recorded.
+        let mut bare = file.clone();
+        for r in &mut bare.records {
+            r.profile = None;
+        }
+        assert!(evidence_table(&[bare], 5).starts_with("Not profiled yet on NVIDIA H200"));
+        assert!(evidence_table(&[file.clone()], 9).starts_with("Not profiled yet: nothing is recorded"));
+        let l2 = l2_roofline(&[file]);
+        assert!(
+            l2.contains("| 05 swizzle128 | 4096x4096x4096 | 64.0 | 9.34 TB/s |"),
+            "{l2}"
+        );
+        assert!(l2_roofline(&[]).starts_with("No step has been profiled yet"));
+    }
+
+    #[test]
+    fn timelines_are_shown_once_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = timeline_section(Some(dir.path()), 8, Path::new("step08-pipeline.md"));
+        assert!(empty.starts_with("No timeline recorded yet"), "{empty}");
+        assert!(timeline_section(None, 8, Path::new("x.md")).starts_with("No timeline"));
+        let summary = timeline::tests::summary(vec![0, 1]);
+        let trace = timeline::trace_path(dir.path(), 8, "nvidia-h200");
+        let value = serde_json::json!({"traceEvents": [], "otherData": summary});
+        crate::results::write_file_atomically(&trace, &value.to_string()).unwrap();
+        let text = timeline_section(Some(dir.path()), 8, Path::new("step08-pipeline.md"));
+        assert!(
+            text.contains("+5.0%") && text.contains("(results/timelines/timeline-step08-nvidia-h200.json)"),
+            "{text}"
+        );
+        assert!(!text.contains("!["), "no figure drawn, no image: {text}");
+        crate::results::write_file_atomically(&timeline::svg_path(dir.path(), 8, "nvidia-h200"), "<svg/>").unwrap();
+        let text = timeline_section(Some(dir.path()), 8, Path::new("step08-pipeline.md"));
+        assert!(text.contains("](figures/timeline-step08-nvidia-h200.svg)"), "{text}");
+        assert!(timeline_section(Some(dir.path()), 9, Path::new("x.md")).starts_with("No timeline"));
+    }
+
+    #[test]
+    fn quoted_numbers_and_sources_render() {
+        let table = quoted_table();
+        assert_eq!(table.lines().count(), QUOTED.len() + 2);
+        assert!(table.contains("| `gau-v6` |") && table.contains("1475.93"));
+        assert_eq!(quote("modular-k2").as_deref(), Some("155 TFLOPS"));
+        assert_eq!(quote("nope"), None);
+        let sources = sources_list();
+        assert!(sources.contains("tcgen05 for dummies") && sources.contains("https://gau-nernst.github.io/tcgen05/"));
+    }
+}
