@@ -72,7 +72,11 @@ pub fn build(book_dir: &Path, dest: Option<&Path>) -> Result<PathBuf> {
         if let BookItem::Chapter(chapter) = item {
             let Some(path) = chapter.path.clone() else { return };
             match pass.expand(&chapter.content, &path) {
-                Ok(text) => chapter.content = text,
+                // Anchored includes are cut here, dedented, before mdBook's `links` pass sees them.
+                Ok(text) => {
+                    let base = src_dir.join(path.parent().unwrap_or(Path::new("")));
+                    chapter.content = crate::book_include::dedent_anchor_includes(&text, &base);
+                }
                 Err(e) => {
                     failure.get_or_insert(e);
                 }

@@ -8,6 +8,7 @@
 pub mod arch;
 pub mod book;
 pub mod book_evidence;
+pub mod book_include;
 pub mod cli;
 pub mod cublas;
 pub mod encoding;
