@@ -136,6 +136,8 @@ impl Cublas {
 /// cuBLAS does by default (`FAST_ACCUM` off). What Hopper's fp8 tensor cores give without any block
 /// scaling: step 11's fp8 ceiling. Set up for one shape (layouts, algorithm, workspace).
 pub struct Fp8Tensorwise {
+    /// The type cuBLASLt writes C in.
+    pub output: Fp8Output,
     handle: lt::cublasLtHandle_t,
     desc: lt::cublasLtMatmulDesc_t,
     layouts: [lt::cublasLtMatrixLayout_t; 3],
@@ -147,6 +149,30 @@ pub struct Fp8Tensorwise {
 }
 
 use cudarc::cublaslt::sys as lt;
+
+/// The output type of the fp8 baseline. fp32 is step 11's; some cuBLASLt builds serve fp8 inputs only
+/// with a 16-bit output, so the session falls back to bf16 (into the same, larger, buffer) and says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fp8Output {
+    F32,
+    Bf16,
+}
+
+impl Fp8Output {
+    pub fn name(self) -> &'static str {
+        match self {
+            Fp8Output::F32 => "fp32",
+            Fp8Output::Bf16 => "bf16",
+        }
+    }
+
+    fn data_type(self) -> lt::cudaDataType {
+        match self {
+            Fp8Output::F32 => lt::cudaDataType::CUDA_R_32F,
+            Fp8Output::Bf16 => lt::cudaDataType::CUDA_R_16BF,
+        }
+    }
+}
 
 fn check_lt(status: lt::cublasStatus_t, what: &str) -> Result<()> {
     if status == lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
@@ -165,7 +191,7 @@ const LT_WORKSPACE: usize = 32 << 20;
 impl Fp8Tensorwise {
     /// Creates the handle, descriptors and workspace for `shape` and asks cuBLASLt's heuristic for an
     /// algorithm; an error (e.g. `NOT_SUPPORTED` for a shape or GPU without fp8) says which call.
-    pub fn new(stream: Arc<CudaStream>, shape: Shape) -> Result<Fp8Tensorwise> {
+    pub fn new(stream: Arc<CudaStream>, shape: Shape, output: Fp8Output) -> Result<Fp8Tensorwise> {
         use cudarc::driver::DevicePtr;
         libs::require_cublas()?;
         let workspace = stream
@@ -176,6 +202,7 @@ impl Fp8Tensorwise {
             .map_err(Error::cuda("uploading the fp8 tensor scales"))?;
         let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
         let mut this = Fp8Tensorwise {
+            output,
             handle: std::ptr::null_mut(),
             desc: std::ptr::null_mut(),
             layouts: [std::ptr::null_mut(); 3],
@@ -237,7 +264,7 @@ impl Fp8Tensorwise {
             // cuBLAS's A is our B: K×N column-major (ld K), transposed; its B is our A, K×M.
             layout(la, lt::cudaDataType::CUDA_R_8F_E4M3, k, n, k as i64)?;
             layout(lb, lt::cudaDataType::CUDA_R_8F_E4M3, k, m, k as i64)?;
-            layout(lc, lt::cudaDataType::CUDA_R_32F, n, m, n as i64)?;
+            layout(lc, output.data_type(), n, m, n as i64)?;
             let mut preference: lt::cublasLtMatmulPreference_t = std::ptr::null_mut();
             check_lt(
                 lt::cublasLtMatmulPreferenceCreate(&mut preference),

@@ -3,7 +3,7 @@
 
 use crate::arch::Arch;
 use crate::cublas::Cublas;
-use crate::cublas::Fp8Tensorwise;
+use crate::cublas::{Fp8Output, Fp8Tensorwise};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::mx::{self, MxInputs};
@@ -821,7 +821,24 @@ impl Session {
             self.mx.as_mut().expect("made above").dequantize = Some(function);
         }
         if self.mx_state()?.fp8.is_none() {
-            let fp8 = Fp8Tensorwise::new(self.gpu.stream.clone(), self.shape).map_err(|e| e.to_string());
+            // Set up with fp32 C, and try it once; where cuBLASLt refuses (it may serve fp8 only with
+            // a 16-bit C), fall back to bf16 C; the record says which, or why neither ran.
+            let ops = self.mx_operands(0)?;
+            let mut refusals = Vec::new();
+            let mut chosen = None;
+            for output in [Fp8Output::F32, Fp8Output::Bf16] {
+                let tried = Fp8Tensorwise::new(self.gpu.stream.clone(), self.shape, output)
+                    .and_then(|fp8| fp8.gemm(ops.a, ops.b, ops.c).map(|_| fp8))
+                    .and_then(|fp8| self.gpu.finish("cuBLASLt fp8").map(|_| fp8));
+                match tried {
+                    Ok(fp8) => {
+                        chosen = Some(fp8);
+                        break;
+                    }
+                    Err(e) => refusals.push(format!("{} C: {e}", output.name())),
+                }
+            }
+            let fp8 = chosen.ok_or_else(|| refusals.join("; "));
             self.mx.as_mut().expect("made above").fp8 = Some(fp8);
         }
         Ok(())
@@ -895,7 +912,7 @@ impl Session {
             dequantize_then_cublas_bf16: dequantized,
             ratio_cublaslt_fp8_tensorwise: fp8_timing.as_ref().map(|t| step.tflops / t.tflops),
             cublaslt_fp8_tensorwise: fp8_timing,
-            cublaslt_fp8_output: "fp32".to_string(),
+            cublaslt_fp8_output: fp8.as_ref().map(|f| f.output.name()).unwrap_or("none").to_string(),
             cublaslt_fp8_unavailable: fp8.err(),
         };
         Ok(StepTiming {
