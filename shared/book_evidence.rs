@@ -445,7 +445,7 @@ mod tests {
             r.profile = None;
         }
         assert!(evidence_table(&[bare], 5).starts_with("Not profiled yet on NVIDIA H200"));
-        assert!(evidence_table(&[file.clone()], 9).starts_with("Not profiled yet: nothing is recorded"));
+        assert!(evidence_table(std::slice::from_ref(&file), 9).starts_with("Not profiled yet: nothing is recorded"));
         let l2 = l2_roofline(&[file]);
         assert!(
             l2.contains("| 05 swizzle128 | 4096x4096x4096 | 64.0 | 9.34 TB/s |"),

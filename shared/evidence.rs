@@ -340,7 +340,7 @@ pub fn find_ncu() -> Option<PathBuf> {
         .map(|e| e.path().join("ncu"))
         .filter(|p| p.is_file())
         .collect();
-    installed.sort_by(|a, b| version_key(a).cmp(&version_key(b)));
+    installed.sort_by_key(|p| version_key(p));
     if let Some(newest) = installed.pop() {
         return Some(newest);
     }
@@ -824,7 +824,7 @@ mod tests {
             PathBuf::from("/opt/nvidia/nsight-compute/2025.10.0/ncu"),
             PathBuf::from("/opt/nvidia/nsight-compute/2025.3.1/ncu"),
         ];
-        dirs.sort_by(|a, b| version_key(a).cmp(&version_key(b)));
+        dirs.sort_by_key(|p| version_key(p));
         assert!(dirs[1].to_string_lossy().contains("2025.10.0"));
     }
 }

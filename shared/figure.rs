@@ -117,6 +117,9 @@ fn log_tick_label(v: f64) -> String {
 // ---------------------------------------------------------------------------------------------
 // The TFLOPS ladder
 
+/// A quoted series as the figure draws it: (source key, legend label, [(x slot, TFLOPS)]).
+type QuotedSeries = (&'static str, String, Vec<(usize, f64)>);
+
 /// What the ladder figure shows, pulled out of a results file.
 struct LadderData {
     /// (step, `01 naive`), in step order: the x axis.
@@ -226,7 +229,7 @@ impl LadderData {
 
     /// The quoted B200 series ([`crate::quoted::figure_series`]) at the rungs this figure shows:
     /// (key, legend label, [(x slot, TFLOPS)]).
-    fn quoted(&self) -> Vec<(&'static str, String, Vec<(usize, f64)>)> {
+    fn quoted(&self) -> Vec<QuotedSeries> {
         crate::quoted::figure_series()
             .into_iter()
             .map(|(key, label, points)| {

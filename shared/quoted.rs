@@ -344,7 +344,7 @@ mod tests {
         let ids: BTreeSet<&str> = QUOTED.iter().map(|q| q.id).collect();
         assert_eq!(ids.len(), QUOTED.len());
         for q in QUOTED {
-            assert!(SOURCES.iter().any(|s| *s == q.source), "{}", q.id);
+            assert!(SOURCES.contains(&q.source), "{}", q.id);
             assert!(q.tflops > 0.0, "{}", q.id);
         }
         assert_eq!(get("gau-v6").unwrap().tflops, 1475.93);

@@ -935,6 +935,8 @@ pub(crate) mod tests {
                 stamped.contains("globaltimer") && stamped.contains("timeline_records"),
                 "step{id:02}"
             );
+            // And it assembles (ptxas), the producer within its 48 registers after setmaxnreg.
+            nvrtc::compile(&inst, arch, Output::Cubin).unwrap_or_else(|e| panic!("step{id:02}: {e}"));
         }
     }
 }
