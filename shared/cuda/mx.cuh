@@ -11,44 +11,44 @@
 #pragma once
 #include "common.cuh"
 
-// 2^(s − 127) as an fp32. Bits s << 23 give it for s = 1 .. 254; s = 0 is 2^−127, an fp32 subnormal;
-// s = 255 is NaN, so the whole block becomes NaN, as the format says.
-__device__ __forceinline__ float e8m0_to_float(u32 s) {
-    if (s == 0) return __uint_as_float(0x00400000u);
-    if (s == 255) return __uint_as_float(0x7FC00000u);
-    return __uint_as_float(s << 23);
+// 2^(s − 127) as a pair of bf16, the form the conversion below multiplies by. A bf16 has fp32's 8
+// exponent bits and bias, so for s = 1 .. 254 the bits are s << 7; s = 0 is 2^−127, a bf16 subnormal
+// (0x0040); s = 255 is NaN, so the whole block becomes NaN, as the format says.
+__device__ __forceinline__ u32 e8m0_to_bf16x2(u32 s) {
+    const u32 bits = s == 0 ? 0x0040u : (s == 255 ? 0x7FC0u : s << 7);
+    return bits | (bits << 16);
+}
+
+__device__ __forceinline__ u32 bf16x2_mul(u32 a, u32 b) {
+    u32 d;
+    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
 }
 
 // ANCHOR: convert
-// Four e4m3 bytes (byte 0 lowest) times `scale`, as two bf16 pairs: `low` = (byte 0, byte 1), `high` =
-// (byte 2, byte 3), the element at the lower address in the lower half. `cvt.rn.f16x2.e4m3x2` widens two
-// e4m3 to two f16 exactly (f16 holds every e4m3, subnormals included); f16 -> fp32 is exact; the scale
-// is a power of two, so the product is exact; and the final rounding to bf16 changes nothing because
-// the value has at most 4 significant bits.
-__device__ __forceinline__ void e4m3x4_to_bf16x4(u32 four, float scale, u32& low, u32& high) {
-    u32 h01, h23;
-    asm("{\n"
-        ".reg .b16 lo, hi;\n"
-        "mov.b32 {lo, hi}, %2;\n"
-        "cvt.rn.f16x2.e4m3x2 %0, lo;\n"
-        "cvt.rn.f16x2.e4m3x2 %1, hi;\n"
-        "}\n"
-        : "=r"(h01), "=r"(h23)
-        : "r"(four));
-    float f0, f1, f2, f3;
-    asm("{\n"
-        ".reg .b16 a, b, c, d;\n"
-        "mov.b32 {a, b}, %4;\n"
-        "mov.b32 {c, d}, %5;\n"
-        "cvt.f32.f16 %0, a;\n"
-        "cvt.f32.f16 %1, b;\n"
-        "cvt.f32.f16 %2, c;\n"
-        "cvt.f32.f16 %3, d;\n"
-        "}\n"
-        : "=f"(f0), "=f"(f1), "=f"(f2), "=f"(f3)
-        : "r"(h01), "r"(h23));
-    low = pack_bf16x2(f0 * scale, f1 * scale);
-    high = pack_bf16x2(f2 * scale, f3 * scale);
+// Four e4m3 bytes (byte 0 lowest) times the block's scale (`scale`, from e8m0_to_bf16x2), as two bf16
+// pairs: `low` = (byte 0, byte 1), `high` = (byte 2, byte 3), the element at the lower address in the
+// lower half. No conversion instruction is used: the conversion units would be the bottleneck (one per
+// element, at a quarter of the FMA rate). Instead, integer operations place each byte's bits where a
+// bf16 keeps them:
+//   e4m3 s eeee mmm  (bias 7)  ->  bf16 s 0000eeee mmm0000  (bias 127)
+// which is the same number times 2^(7 − 127) = 2^−120, for normal and subnormal e4m3 alike (an e4m3
+// subnormal lands on a bf16 subnormal with the same mantissa) and for zero. Two exact bf16
+// multiplications, by 2^120 and by the scale, give the element's MX value: a power of two times at most
+// 4 significant bits, exact in bf16 whenever it lies in bf16's range.
+__device__ __forceinline__ void e4m3x4_to_bf16x4(u32 four, u32 scale, u32& low, u32& high) {
+    const u32 two_to_120 = 0x7B807B80u;  // 2^120 in both halves: exponent field 247
+    // Each byte into the upper half of its 16-bit lane: [b1 << 8 | b0 << 8], [b3 << 8 | b2 << 8].
+    const u32 lanes[2] = {__byte_perm(four, 0, 0x1404), __byte_perm(four, 0, 0x3424)};
+    u32 out[2];
+    #pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        // Sign stays at bit 15; the other 7 bits move down by 4 (the mask drops the sign's copy).
+        const u32 bits = (lanes[i] & 0x80008000u) | ((lanes[i] >> 4) & 0x07F007F0u);
+        out[i] = bf16x2_mul(bf16x2_mul(bits, two_to_120), scale);
+    }
+    low = out[0];
+    high = out[1];
 }
 // ANCHOR_END: convert
 

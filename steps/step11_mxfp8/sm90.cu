@@ -236,8 +236,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         auto convert_b = [&](int stage, int buffer, int t) {
             const unsigned char* scales = b_scales(stage) + (b_row / 128) * 512;
             const int block0 = ((t * BK) % 128) / 32;  // the K tile's first 32-element block within its 512 bytes
-            const float scale[2] = {e8m0_to_float(scales[scale_offset(b_row % 128, block0)]),
-                                    e8m0_to_float(scales[scale_offset(b_row % 128, block0 + 1)])};
+            const u32 scale[2] = {e8m0_to_bf16x2(scales[scale_offset(b_row % 128, block0)]),
+                                  e8m0_to_bf16x2(scales[scale_offset(b_row % 128, block0 + 1)])};
             const u32 source = smem_address(b_tile(stage));
             const u32 destination = smem_address(b_bf16 + buffer * B_BF16_BYTES);
             #pragma unroll
@@ -279,12 +279,12 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         auto convert_a = [&](int stage, int t, u32 (&a)[4][4]) {
             const unsigned char* scales = a_scales(stage);
             const int block0 = ((t * BK) % 128) / 32;
-            float scale[2][2];  // [row g, g + 8][block]
+            u32 scale[2][2];  // [row g, g + 8][block]
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 #pragma unroll
                 for (int b = 0; b < 2; ++b) {
-                    scale[r][b] = e8m0_to_float(scales[scale_offset((a_row + 8 * r) % 128, block0 + b)]);
+                    scale[r][b] = e8m0_to_bf16x2(scales[scale_offset((a_row + 8 * r) % 128, block0 + b)]);
                 }
             }
             const u32 source = smem_address(a_tile(stage));
@@ -311,7 +311,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         };
 
         float acc[BN / 2];
-        u32 a[4][4];
+        u32 a[2][4][4];  // A fragments of two K tiles: one read by the MMAs while the next is converted
 
         int it = 0;
         for (int index = cluster; index < order.count(); index += clusters) {
@@ -319,37 +319,44 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             origin(index, m0, n0);
 
             // ANCHOR: consumer
-            // The first K tile's B is converted before the loop; in the loop, the MMAs of K tile t run
-            // while the consumers convert the B of tile t + 1 into the other bf16 tile.
-            mbarrier_wait(&full[it % STAGES], (it / STAGES) & 1);
-            convert_b(it % STAGES, it % B_BF16_BUFFERS, 0);
-            named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS);
-            for (int t = 0; t < k_tiles; ++t, ++it) {
-                const int stage = it % STAGES;
-                const int buffer = it % B_BF16_BUFFERS;
-                convert_a(stage, t, a);
-                // This consumer is done with the e4m3 stage: its half of B was converted before, its
-                // rows of A are in registers now.
+            // While the MMAs of K tile t run, the consumers convert K tile t + 1: its B into the other
+            // bf16 tile, its A into the other set of registers. The e4m3 stage can go back to the
+            // producer as soon as both are converted. The first K tile of a tile is converted before
+            // its loop.
+            auto convert = [&](int t, int next, u32 (&a_next)[4][4]) {
+                const int stage = next % STAGES;
+                mbarrier_wait(&full[stage], (next / STAGES) & 1);
+                convert_b(stage, next % B_BF16_BUFFERS, t);
+                convert_a(stage, t, a_next);
                 release(stage);
+            };
+            convert(0, it, a[0]);
+            named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS);
+            // K tile t's MMAs read a_now while K tile t + 1 is converted into a_next. The loop is
+            // unrolled by two so that which set is which is known at compile time: registers cannot be
+            // indexed at run time (the array would go to local memory).
+            auto mma_tile = [&](int t, u32 (&a_now)[4][4], u32 (&a_next)[4][4]) {
+                const int buffer = it % B_BF16_BUFFERS;
                 wgmma_fence_operands(acc);
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < BK / 16; ++s) {
-                    WgmmaRs<BN>::mma(acc, a[s], b_desc(buffer, s), (t > 0 || s > 0) ? 1 : 0);
+                    WgmmaRs<BN>::mma(acc, a_now[s], b_desc(buffer, s), (t > 0 || s > 0) ? 1 : 0);
                 }
                 wgmma_commit();
-                if (t + 1 < k_tiles) {
-                    const int next = it + 1;
-                    mbarrier_wait(&full[next % STAGES], (next / STAGES) & 1);
-                    convert_b(next % STAGES, next % B_BF16_BUFFERS, t + 1);
-                }
+                if (t + 1 < k_tiles) convert(t + 1, it + 1, a_next);
                 wgmma_wait<0>();
                 wgmma_fence_operands(acc);
                 #pragma unroll
-                for (int s = 0; s < BK / 16; ++s) wgmma_fence_operands(a[s]);  // read until here
+                for (int s = 0; s < BK / 16; ++s) wgmma_fence_operands(a_now[s]);  // read until here
                 // Both halves of the next bf16 B tile are written, and both consumers' MMAs are done
-                // with this one, which the tile after next overwrites.
+                // with this one, which K tile t + 2 overwrites.
                 named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS);
+                ++it;
+            };
+            for (int t = 0; t < k_tiles; t += 2) {
+                mma_tile(t, a[0], a[1]);
+                if (t + 1 < k_tiles) mma_tile(t + 1, a[1], a[0]);
             }
             // ANCHOR_END: consumer
 
