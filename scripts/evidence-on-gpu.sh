@@ -4,7 +4,7 @@
 #
 #   OUT=/some/folder scripts/evidence-on-gpu.sh
 #
-# 1. stepNN --profile --size 4096 for steps 01-10: verify, time against cuBLAS, record, and profile
+# 1. stepNN --profile --size 4096 for steps 01-11: verify, time against cuBLAS, record, and profile
 #    the step's kernel alone under Nsight Compute (found on PATH or under /opt/nvidia/nsight-compute);
 #    the counters land in each record's "profile" in book/src/results/<gpu>.json.
 # 2. stepNN --timeline --size 4096 for steps 08, 09, 10: the stamped build checked against the plain
@@ -42,7 +42,7 @@ run() {  # run SECONDS command...: output to the log (and the terminal), never s
 
 say "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
 say "ncu: $(command -v ncu || echo 'not found') $(ncu --version 2>/dev/null | tail -1)"
-for n in 01 02 03 04 05 06 07 08 09 10; do
+for n in 01 02 03 04 05 06 07 08 09 10 11; do
     if [ "$(date +%s)" -ge "$profile_deadline" ]; then say "step$n --profile skipped: out of time"; continue; fi
     run 100 "$BIN/step$n" --profile --size "$SIZE" --iters "$ITERS"
 done
