@@ -3,10 +3,10 @@
 
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{Criterion, Throughput};
-use gemm_ladder::gpu::{self, hang_deadline, Gpu};
-use gemm_ladder::problem::Shape;
-use gemm_ladder::session::Session;
-use gemm_ladder::{libs, steps};
+use gemm_ladder::check::problem::Shape;
+use gemm_ladder::device::gpu::{self, hang_deadline, Gpu};
+use gemm_ladder::run::session::Session;
+use gemm_ladder::{device::libs, run::steps};
 use std::sync::Arc;
 
 /// A criterion measurement that brackets each batch of launches with CUDA events on the session's

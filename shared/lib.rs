@@ -1,39 +1,27 @@
-//! gemm-ladder: the harness every step of the ladder shares.
+//! gemm-ladder: the harness every step of the ladder shares, in six rooms.
 //!
-//! A step registers its kernel files and launch (see [`registry`]); the harness compiles them with
-//! NVRTC ([`nvrtc`]), runs them on inputs drawn from a printed seed ([`problem`], [`session`]), checks
-//! each against the step before it and against cuBLAS ([`verify`], [`cublas`]), times them with CUDA
-//! events ([`timing`]), and records what it measured for the book ([`results`], [`figure`], [`book`]).
+//! - [`run`]: running a step. Each step registers its kernel files and launch ([`run::registry`],
+//!   [`run::steps`]); a session ([`run::session`]) compiles, verifies and times them ([`run::timing`]:
+//!   the step and cuBLAS alternately), the command line ([`run::cli`]), the size sweep, the printed
+//!   report, and the results file the book is built from ([`run::results`]).
+//! - [`check`]: the problem and its verification: seeded inputs ([`check::problem`]), MXFP8
+//!   quantization ([`check::mx`]), comparisons with stated bounds ([`check::verify`]).
+//! - [`device`]: the GPU and its libraries: discovery ([`device::gpu`], [`device::libs`]), NVRTC
+//!   ([`device::nvrtc`]), cuBLAS, NVML clocks, architectures.
+//! - [`encoding`]: the bit-fields kernels are handed: wgmma and tcgen05 descriptors, swizzles, TMEM
+//!   addresses, and TMA tensor maps ([`encoding::tma`]).
+//! - [`evidence`]: what explains a step's time: Nsight Compute counters and in-kernel timelines.
+//! - [`book`]: the mdBook: directives that turn results into tables, and the figures.
+//!
+//! The CUDA headers every kernel may include are in `shared/cuda/`.
 
-pub mod arch;
 pub mod book;
-pub mod book_evidence;
-pub mod book_include;
-pub mod cli;
-pub mod cublas;
+pub mod check;
+pub mod device;
 pub mod encoding;
 pub mod error;
 pub mod evidence;
-pub mod figure;
-pub mod figure_banks;
-pub mod figure_sweep;
-pub mod gpu;
-pub mod libs;
-pub mod mx;
-pub mod nvml;
-pub mod nvrtc;
-pub mod problem;
-pub mod quoted;
-pub mod registry;
-pub mod report;
-pub mod results;
-pub mod session;
-pub mod steps;
-pub mod sweep;
-pub mod timeline;
-pub mod timing;
-pub mod tma;
-pub mod verify;
+pub mod run;
 
 /// The revision of the code this binary was built from (`git describe --dirty`).
 pub const GIT_REVISION: &str = env!("GEMM_LADDER_GIT_REVISION");

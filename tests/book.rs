@@ -2,11 +2,11 @@
 //! committed figures are exactly what the committed results draw. No GPU needed.
 
 use gemm_ladder::book::{self, LadderResults};
-use gemm_ladder::nvml::ClockSummary;
-use gemm_ladder::problem::Shape;
-use gemm_ladder::results::{self, DeviceInfo, ResultsFile, StepRecord, Timing, TimingMethod};
-use gemm_ladder::verify::Check;
-use gemm_ladder::{figure, figure_sweep};
+use gemm_ladder::check::problem::Shape;
+use gemm_ladder::check::verify::Check;
+use gemm_ladder::device::nvml::ClockSummary;
+use gemm_ladder::run::results::{self, DeviceInfo, ResultsFile, StepRecord, Timing, TimingMethod};
+use gemm_ladder::{book::figure, book::figure_sweep};
 use std::path::{Path, PathBuf};
 
 fn book_dir() -> PathBuf {

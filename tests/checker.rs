@@ -6,8 +6,8 @@
 //! order, one round-to-nearest-even to bf16 at the store; an unwritten element keeps its NaN poison.
 //! The GPU twin of these tests (real broken CUDA kernels) is in tests/gpu.rs.
 
-use gemm_ladder::problem::{Inputs, Shape};
-use gemm_ladder::verify::{self, compare, Bounds, Check, Reference};
+use gemm_ladder::check::problem::{Inputs, Shape};
+use gemm_ladder::check::verify::{self, compare, Bounds, Check, Reference};
 use half::bf16;
 use rayon::prelude::*;
 

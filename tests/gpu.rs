@@ -3,10 +3,10 @@
 
 mod common;
 
-use gemm_ladder::problem::Shape;
-use gemm_ladder::session::{self, RunOptions, Session};
-use gemm_ladder::steps;
-use gemm_ladder::verify::{self, Bounds, Reference};
+use gemm_ladder::check::problem::Shape;
+use gemm_ladder::check::verify::{self, Bounds, Reference};
+use gemm_ladder::run::session::{self, RunOptions, Session};
+use gemm_ladder::run::steps;
 use std::sync::Mutex;
 
 /// One GPU test at a time: they share the device and its memory.
@@ -130,7 +130,7 @@ fn a_kernel_that_never_finishes_is_reported_as_hung() {
     };
     if child {
         let naive = &steps::step01_naive::STEP.kernels[0];
-        let spin = gemm_ladder::registry::KernelFile {
+        let spin = gemm_ladder::run::registry::KernelFile {
             path: "tests/spin.cu",
             source: SPIN_SOURCE,
             entry: "gemm",

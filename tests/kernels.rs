@@ -3,11 +3,11 @@
 
 mod common;
 
-use gemm_ladder::arch::Arch;
+use gemm_ladder::device::arch::Arch;
+use gemm_ladder::device::nvrtc::{self, Output};
 use gemm_ladder::error::Error;
-use gemm_ladder::nvrtc::{self, Output};
-use gemm_ladder::registry::{KernelFile, Targets};
-use gemm_ladder::steps;
+use gemm_ladder::run::registry::{KernelFile, Targets};
+use gemm_ladder::run::steps;
 
 fn ptxas_required() -> bool {
     std::env::var_os("GEMM_LADDER_REQUIRE_PTXAS").is_some()

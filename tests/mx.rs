@@ -6,12 +6,12 @@
 
 mod common;
 
-use gemm_ladder::mx::{self, MxInputs, BLOCK};
-use gemm_ladder::problem::{Inputs, Shape};
-use gemm_ladder::registry::{Format, GemmOperands, KernelFile, Targets};
-use gemm_ladder::session::{self, RunOptions, Session};
-use gemm_ladder::steps;
-use gemm_ladder::verify::{compare, Bounds, Reference};
+use gemm_ladder::check::mx::{self, MxInputs, BLOCK};
+use gemm_ladder::check::problem::{Inputs, Shape};
+use gemm_ladder::check::verify::{compare, Bounds, Reference};
+use gemm_ladder::run::registry::{Format, GemmOperands, KernelFile, Targets};
+use gemm_ladder::run::session::{self, RunOptions, Session};
+use gemm_ladder::run::steps;
 use half::bf16;
 use rayon::prelude::*;
 
@@ -66,7 +66,7 @@ fn emulate(mx: &MxInputs, kernel: Kernel) -> Vec<f32> {
 
 /// The comparisons `Session::check_mx_output` makes, with emulated references: step 10 on the
 /// dequantized operands (bf16 C), cuBLAS with fp32 C, and the exact MX product.
-fn checks(mx: &MxInputs, got: &[f32]) -> Vec<gemm_ladder::verify::Check> {
+fn checks(mx: &MxInputs, got: &[f32]) -> Vec<gemm_ladder::check::verify::Check> {
     let shape = mx.shape;
     let step10: Vec<bf16> = emulate(mx, Kernel::CorrectReverse)
         .iter()
@@ -145,7 +145,7 @@ fn the_mx_shape_rule_is_one_line_before_any_launch() {
 
 #[test]
 fn the_dequantize_kernel_compiles_and_assembles_for_every_gpu_it_claims() {
-    use gemm_ladder::nvrtc::{self, Output};
+    use gemm_ladder::device::nvrtc::{self, Output};
     if !common::nvrtc_or_skip("dequantize_kernel_compiles") {
         return;
     }

@@ -7,10 +7,10 @@
 mod common;
 
 use common::pipeline_bugs::{self, PipelineBug};
-use gemm_ladder::problem::Shape;
-use gemm_ladder::registry::{KernelFile, Step, Targets};
-use gemm_ladder::session::{self, Session};
-use gemm_ladder::verify::{self, Bounds, Reference};
+use gemm_ladder::check::problem::Shape;
+use gemm_ladder::check::verify::{self, Bounds, Reference};
+use gemm_ladder::run::registry::{KernelFile, Step, Targets};
+use gemm_ladder::run::session::{self, Session};
 use std::sync::Mutex;
 
 /// One GPU test at a time: they share the device.

@@ -1,7 +1,7 @@
 // cluster.cuh: thread-block clusters (sm_90 and newer): blocks that run at the same time on nearby SMs
 // and can reach each other's shared memory.
 //
-// A cluster is launched as a unit (the host asks for its shape, shared/registry.rs `Launch`); each
+// A cluster is launched as a unit (the host asks for its shape, shared/run/registry.rs `Launch`); each
 // block knows its rank in it. A shared-memory address of this block becomes the address of the same
 // variable in block `rank` with `mapa`; barriers, TMA copies and arrivals may then target the peer.
 //
@@ -106,7 +106,7 @@ __device__ __forceinline__ void tmem_dealloc_2sm(u32 address) {
 }
 
 // ANCHOR: umma_2sm
-// D (+)= A · Bᵀ over the pair, one MMA of the shape in `idesc` (kind::f16; shared/encoding.rs
+// D (+)= A · Bᵀ over the pair, one MMA of the shape in `idesc` (kind::f16; shared/encoding/mod.rs
 // `sm100::instr_descriptor_f16_2sm`: M = 128 or 256, N a multiple of 16 up to 256). Issued by ONE
 // thread of the leader. The descriptors and `d_tmem` name this block's shared memory and TMEM; the
 // hardware reads the peer's halves of A and B at the same offsets and writes the peer's rows of D at
@@ -157,8 +157,8 @@ __device__ __forceinline__ void tma_load_2d_2sm(void* destination, const TensorM
 // TMEM (tcgen05.cp) -> MMA.
 
 // ANCHOR: tcgen05_cp
-// Copy one 512-byte scale tile (32 rows of 16 bytes: the blocked ((32,4),4) layout, shared/mx.rs) from
-// shared memory at `s_desc` (a no-swizzle descriptor, shared/encoding.rs
+// Copy one 512-byte scale tile (32 rows of 16 bytes: the blocked ((32,4),4) layout, shared/check/mx.rs) from
+// shared memory at `s_desc` (a no-swizzle descriptor, shared/encoding/mod.rs
 // `sm100_mx::scale_tile_smem_descriptor`) to TMEM at `taddr`: 4 columns, and `.warpx4` repeats the 32
 // rows in all four 32-lane quarters, so lane l, column j holds rows l % 32 + 32·j, one K-block a byte.
 // `.cta_group::2`: issued by ONE thread of the leader, it copies each block's tile (same shared-memory
@@ -172,7 +172,7 @@ __device__ __forceinline__ void tcgen05_cp_32x128b_warpx4_2sm(u32 taddr, u64 s_d
 
 // ANCHOR: umma_mx_2sm
 // D (+)= (A · scale_A) · (B · scale_B)ᵀ over the pair, one block-scaled MMA: A, B in fp8 (types in
-// `idesc`, shared/encoding.rs `sm100_mx::instr_descriptor_mxf8f6f4_2sm`), K = 32 (one scale block), one
+// `idesc`, shared/encoding/mod.rs `sm100_mx::instr_descriptor_mxf8f6f4_2sm`), K = 32 (one scale block), one
 // e8m0 scale per row and 32 elements of K, D in fp32. `sfa_tmem` / `sfb_tmem` are the TMEM addresses of
 // the copied scale tiles (A: 4 columns, rows of this block's half; B: 8 columns, all N = 256 rows of
 // the pair's B, in both blocks); the scale-factor ids in `idesc` pick the byte (the K-block) of each

@@ -33,7 +33,7 @@
 
 // ---------------------------------------------------------------------------------------------------
 // Tensor Memory addresses. A TMEM address is 32 bits: the lane in bits 31..16, the column in bits
-// 15..0 (shared/encoding.rs `tmem_address` computes the same on the host). The address tcgen05.alloc
+// 15..0 (shared/encoding/mod.rs `tmem_address` computes the same on the host). The address tcgen05.alloc
 // returns names lane 0 and the first allocated column; add (lane << 16) and a column to reach a cell.
 __device__ __forceinline__ u32 tmem_offset(u32 base, u32 lane, u32 column) {
     return base + (lane << 16) + column;
@@ -78,7 +78,7 @@ __device__ __forceinline__ void tmem_dealloc(u32 address) {
 // Shared-memory matrix descriptors. A descriptor (64 bits) tells tcgen05.mma where an operand tile
 // starts and how its 8-row × 16-byte core matrices are laid out: leading and stride byte offsets, the
 // swizzle mode, a fixed version field. Everything but the start address is computed in Rust
-// (shared/encoding.rs, `sm100::smem_descriptor` with start address 0) and reaches the kernel as a
+// (shared/encoding/mod.rs, `sm100::smem_descriptor` with start address 0) and reaches the kernel as a
 // define; the kernel adds the start address: bits 13..0 hold (address & 0x3FFFF) >> 4. Shared memory
 // is below 256 KiB, so an address of a tile and every offset into it fits the 14-bit field, and the
 // addition never carries into the next field.
@@ -89,7 +89,7 @@ __device__ __forceinline__ u64 umma_descriptor(u64 layout, u32 shared_address) {
 // ---------------------------------------------------------------------------------------------------
 // D[tmem] (+)= A[a_desc] · B[b_desc]ᵀ for one MMA of the shape in `idesc` (kind::f16: fp16 or bf16
 // inputs, K = 16 per instruction, D in fp32 or fp16). The instruction descriptor `idesc` (32 bits,
-// from shared/encoding.rs `sm100::instr_descriptor_f16`) gives the types, the majorness of A and B
+// from shared/encoding/mod.rs `sm100::instr_descriptor_f16`) gives the types, the majorness of A and B
 // and M, N. `accumulate` false overwrites D (the first MMA of a tile), true adds to it.
 //
 // Issued by ONE thread; the instruction is asynchronous: it returns at once and the tensor core works

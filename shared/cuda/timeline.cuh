@@ -31,7 +31,7 @@ enum TimelineEvent : unsigned {
     TL_EPILOGUE_END = 6,    // consumer: this warpgroup's stores issued (and read, where it waits)
 };
 
-// 32 bytes; the host reads the same layout (shared/timeline.rs, `RECORD_BYTES`).
+// 32 bytes; the host reads the same layout (shared/evidence/timeline.rs, `RECORD_BYTES`).
 struct TimelineRecord {
     unsigned long long time_ns;  // %globaltimer
     unsigned sm;                 // %smid

@@ -1,6 +1,6 @@
 // tma.cuh: the Tensor Memory Accelerator (bulk tensor copies between global and shared memory).
 //
-// A copy is described by a tensor map built on the host (shared/tma.rs) and passed to the kernel by
+// A copy is described by a tensor map built on the host (shared/encoding/tma.rs) and passed to the kernel by
 // value as a `const __grid_constant__ TensorMap`. One thread issues a copy; loads complete on an
 // mbarrier (by bytes), stores complete in bulk groups the issuing thread commits and waits for.
 // Out-of-bounds parts of a box read as zeros on load and are not written on store.

@@ -4,7 +4,7 @@
 //! grid rounded up to cover all of `C` (the kernel skips threads that fall off its edges).
 
 use crate::error::Result;
-use crate::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Threads per block along N (`threadIdx.x`): a whole warp shares one row of `C`.

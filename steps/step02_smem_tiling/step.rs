@@ -5,7 +5,7 @@
 //! kernel zero-fills and skips what falls off the edges.
 
 use crate::error::Result;
-use crate::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Rows of `C` per block (threads along `y`).

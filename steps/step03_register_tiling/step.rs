@@ -5,7 +5,7 @@
 //! slices, two buffers of each (static shared memory: 2·2·`BK`·128·4 bytes = 32 KiB).
 
 use crate::error::Result;
-use crate::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Rows of `C` per block.

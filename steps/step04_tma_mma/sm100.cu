@@ -31,7 +31,7 @@
 #include "tma.cuh"
 #include "tcgen05.cuh"
 
-// Set by step.rs (the Rust side owns every encoding; see shared/encoding.rs).
+// Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
 #ifndef BM
 #error "BM (rows of C per block, the M of the MMA) is set by step.rs"
 #endif
@@ -100,7 +100,7 @@ __device__ __forceinline__ void store_row_piece(bf16* C, int M, int N, int row, 
 
 // ANCHOR: kernel
 // The grid has one block per BM×BN tile of C: blockIdx.x along N, blockIdx.y along M. The tensor maps
-// (shared/tma.rs) cover A (M×K) and B (N×K); boxes that hang over an edge arrive zero-filled, so a
+// (shared/encoding/tma.rs) cover A (M×K) and B (N×K); boxes that hang over an edge arrive zero-filled, so a
 // ragged tile or a K that is not a multiple of BK only adds zeros to the accumulators.
 //
 // Occupancy and TMEM. Each block allocates BN = 128 of the SM's 512 TMEM columns, so at most 4 blocks

@@ -8,10 +8,10 @@
 //! thread issues four `tcgen05.mma … 128×128×16` per K tile into 128 columns of Tensor Memory, and the
 //! four warps read the accumulators back with `tcgen05.ld` for the epilogue.
 
+use crate::encoding::tma;
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
-use crate::tma;
+use crate::run::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch.

@@ -30,7 +30,7 @@
 #include "tma.cuh"
 #include "tcgen05.cuh"
 
-// Set by step.rs (the Rust side owns every encoding; see shared/encoding.rs).
+// Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
 #ifndef BM
 #error "BM (rows of C per block, the M of the MMA) is set by step.rs"
 #endif
@@ -101,7 +101,7 @@ __device__ __forceinline__ void store_row_piece(bf16* C, int M, int N, int row, 
 
 // ANCHOR: kernel
 // The grid has one block per BM×BN tile of C: blockIdx.x along N, blockIdx.y along M. The tensor maps
-// (shared/tma.rs) cover A (M×K) and B (N×K); boxes that hang over an edge arrive zero-filled, so a
+// (shared/encoding/tma.rs) cover A (M×K) and B (N×K); boxes that hang over an edge arrive zero-filled, so a
 // ragged tile or a K that is not a multiple of BK only adds zeros to the accumulators.
 //
 // Occupancy and TMEM. Each block allocates BN = 128 of the SM's 512 TMEM columns, so at most 4 blocks
@@ -173,7 +173,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // ANCHOR: tma_load
             // Announce the bytes this phase of `loaded` must see, then start the two copies. The A box is
             // BK elements × BM rows at (k0, m0) of A, with the 128-byte swizzle (set in the tensor map,
-            // shared/tma.rs); it lands as BM swizzled 128-byte rows. B likewise. The byte count is
+            // shared/encoding/tma.rs); it lands as BM swizzled 128-byte rows. B likewise. The byte count is
             // always the full boxes: parts outside the matrix arrive as zeros, and count.
             mbarrier_arrive_expect_bytes(&loaded, TILE_BYTES);
             tma_load_2d(a_tile, &a_map, &loaded, k0, m0);

@@ -7,10 +7,10 @@
 //! Blackwell (`sm100.cu`, assembled, not run here): step 04's kernel with the same 2D swizzled boxes; the
 //! tcgen05 descriptors say 128-byte swizzle with SBO = 1024, and each k16 MMA starts 32 bytes further.
 
+use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
-use crate::tma::{self, TmaSwizzle};
+use crate::run::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch (the same as step 04's).

@@ -9,10 +9,10 @@
 //! from Tensor Memory into two swizzled boxes of 32 rows × 64 columns in shared memory (16-byte stores,
 //! conflict-free) and one of its threads stores them with the TMA. The same `N % 8` fallback.
 
+use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
-use crate::tma::{self, TmaSwizzle};
+use crate::run::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch (step 05's).

@@ -31,7 +31,7 @@
 #include "cluster.cuh"
 #include "stmatrix.cuh"  // swizzle_128b_offset
 
-// Set by step.rs (the Rust side owns every encoding; see shared/encoding.rs).
+// Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
 #ifndef BM
 #error "BM (rows of C per block: half the M of the 2-SM MMA) is set by step.rs"
 #endif
@@ -112,7 +112,7 @@ __device__ __forceinline__ void store_row_piece(bf16* C, int M, int N, int row, 
 // ANCHOR: kernel
 // The grid has one block per BM×BN tile of C: blockIdx.x along N, blockIdx.y along M, in clusters of
 // CLUSTER_M = 2 blocks along M (the host asks for the cluster shape at launch, step.rs `CLUSTER`, and
-// rounds the grid's y up to even; a block past the bottom of C loads zeros and stores nothing). The tensor maps (shared/tma.rs) cover A (M×K, boxes of BM rows)
+// rounds the grid's y up to even; a block past the bottom of C loads zeros and stores nothing). The tensor maps (shared/encoding/tma.rs) cover A (M×K, boxes of BM rows)
 // and B (N×K, boxes of BN/2 rows); boxes that hang over an edge arrive zero-filled, so a ragged tile
 // or a K that is not a multiple of BK only adds zeros to the accumulators.
 // `c_map` (32 rows × 64 columns boxes of C, 128-byte swizzle) is used only when tma_store != 0; the

@@ -11,10 +11,10 @@
 //! shared memory, so B is not multicast but split. The leader issues the MMAs; both blocks' copies
 //! report to its barrier, and its commits are multicast to both blocks. Step 06's epilogue.
 
+use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
-use crate::tma::{self, TmaSwizzle};
+use crate::run::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch: step 06's tile, in clusters, with a ring of two stages.

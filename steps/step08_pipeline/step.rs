@@ -11,10 +11,10 @@
 //! empties it (full/empty mbarriers, parity waits, commits multicast to both blocks' `empty`), and
 //! four epilogue warps wait once for the last commit, then store as in step 07.
 
+use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
-use crate::tma::{self, TmaSwizzle};
+use crate::run::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles and launch.

@@ -9,10 +9,10 @@
 //! → shared memory → TMA store, one `cp.async.bulk.wait_group.read 1` before a buffer is reused), and
 //! the 48 KiB this frees give the ring a 6th slot. The same `N % 8` fallback.
 
+use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
-use crate::tma::{self, TmaSwizzle};
+use crate::run::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles and launch (step 08's, with a chunked epilogue and a deeper ring).
@@ -103,8 +103,8 @@ const HOPPER: KernelFile = hopper::KERNEL;
 mod blackwell {
     use super::*;
     use crate::encoding::sm100::{self, AccumType, InputType};
+    use crate::encoding::tma::TensorMap;
     use crate::encoding::{Major, LBO_IGNORED};
-    use crate::tma::TensorMap;
 
     /// Blocks per cluster along (x = N, y = M, z): a pair along M, the two halves of one 2-SM MMA.
     pub const CLUSTER: (u32, u32, u32) = (1, 2, 1);

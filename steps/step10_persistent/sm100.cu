@@ -41,7 +41,7 @@
 #include "tcgen05.cuh"
 #include "cluster.cuh"
 
-// Set by step.rs (the Rust side owns every encoding; see shared/encoding.rs).
+// Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
 #ifndef BM
 #error "BM (rows of C per block: half the M of the 2-SM MMA) is set by step.rs"
 #endif
@@ -169,7 +169,7 @@ struct TileOrder {
 // The grid is one row of pairs (clusters of CLUSTER_M = 2 blocks along x, step.rs `CLUSTER`), as many
 // as fit on the GPU at once, or one per tile when there are fewer tiles. In each tile the leader (even
 // rank) holds the first 128 rows and the peer the next 128; when M ends inside the leader's half, the
-// peer loads zeros and stores nothing. The tensor maps (shared/tma.rs) cover A (M×K, boxes of BM
+// peer loads zeros and stores nothing. The tensor maps (shared/encoding/tma.rs) cover A (M×K, boxes of BM
 // rows) and B (N×K, boxes of BN/2 rows); boxes that hang over an edge arrive zero-filled, so a ragged
 // tile or a K that is not a multiple of BK only adds zeros to the accumulators.
 // `c_map` (32 rows × 32 columns boxes of C, no swizzle) is used only when tma_store != 0; the host

@@ -8,10 +8,10 @@
 //! pair of blocks per place, the same grouped order), with two TMEM accumulators (2 × 256 columns) so
 //! that the epilogue drains one tile while the MMA warp fills the other with the next.
 
+use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_with_maps_in, persistent_launch, Format, GemmOperands, KernelFile, Step, Targets};
-use crate::tma::{self, TmaSwizzle};
+use crate::run::registry::{launch_with_maps_in, persistent_launch, Format, GemmOperands, KernelFile, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles, schedule and launch (step 09's kernel, made persistent).
@@ -104,8 +104,8 @@ const HOPPER: KernelFile = hopper::KERNEL;
 mod blackwell {
     use super::*;
     use crate::encoding::sm100::{self, AccumType, InputType};
+    use crate::encoding::tma::TensorMap;
     use crate::encoding::{Major, LBO_IGNORED};
-    use crate::tma::TensorMap;
     use std::sync::OnceLock;
 
     /// Blocks per cluster along M: a pair, the two halves of one 2-SM MMA.

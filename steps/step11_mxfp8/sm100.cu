@@ -10,7 +10,7 @@
 //   - the tiles: a K slice is still 128 bytes a row (one 128-byte swizzled row), now 128 e4m3, four
 //     scale blocks; an MMA consumes 32 of them (K = 32) instead of 16 bf16;
 //   - the scales' path: global -> shared -> TMEM. The MMA reads scales from Tensor Memory only. The
-//     scale bytes come in shared/mx.rs's blocked layout, in which the 4 scale blocks of 128 rows for one
+//     scale bytes come in shared/check/mx.rs's blocked layout, in which the 4 scale blocks of 128 rows for one
 //     128-element slice of K are one contiguous 512-byte tile; the producer brings each block's tiles
 //     (its 128 rows of A; all 256 rows of the pair's B, which both SMs need) into the ring slot with a
 //     plain bulk copy, and the MMA thread copies them to TMEM with `tcgen05.cp … 32x128b.warpx4` just
@@ -25,7 +25,7 @@
 //     the shared 32 columns first and says so on one more barrier, `overlap_empty`, which the MMA warp
 //     waits on before the next tile's first MMA;
 //   - the instruction: `…kind::mxf8f6f4.block_scale.block32`, with two more operands (the scales'
-//     TMEM addresses) and a different instruction descriptor (shared/encoding.rs `sm100_mx`), whose
+//     TMEM addresses) and a different instruction descriptor (shared/encoding/mod.rs `sm100_mx`), whose
 //     scale-factor ids pick the K-block of the copied tile each MMA uses;
 //   - C is fp32: the epilogue stores the accumulators as they are, through 128-byte swizzled boxes.
 //
@@ -41,7 +41,7 @@
 #include "tcgen05.cuh"
 #include "cluster.cuh"
 
-// Set by step.rs (the Rust side owns every encoding; see shared/encoding.rs).
+// Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
 #ifndef BM
 #error "BM (rows of C per block: half the M of the 2-SM MMA) is set by step.rs"
 #endif
@@ -95,7 +95,7 @@ enum : int {
     BUFFER_BYTES = BM * CHUNK_COLS * 4,  // one staging buffer: the four epilogue warps' boxes, 16 KiB
 };
 // ANCHOR: scale_budget
-// The scales of one slot, in the blocked layout (shared/mx.rs): one 512-byte tile covers 128 rows and
+// The scales of one slot, in the blocked layout (shared/check/mx.rs): one 512-byte tile covers 128 rows and
 // 4 scale blocks of 32 along K, i.e. 128 rows of one 128-element slice. A block needs its own 128 rows
 // of A (one tile) and all BN = 256 rows of B (two tiles: the 2-SM MMA reads the scales of the whole N
 // from each SM's TMEM, though each SM holds only half of B).
@@ -170,7 +170,7 @@ struct TileOrder {
 // The grid is one row of pairs (clusters of CLUSTER_M = 2 blocks along x, step.rs `CLUSTER`), as many
 // as fit on the GPU at once, or one per tile when there are fewer tiles. In each tile the leader (even
 // rank) holds the first 128 rows and the peer the next 128; when M ends inside the leader's half, the
-// peer loads zeros and stores nothing. The tensor maps (shared/tma.rs) cover A (M×K e4m3, boxes of BM
+// peer loads zeros and stores nothing. The tensor maps (shared/encoding/tma.rs) cover A (M×K e4m3, boxes of BM
 // rows × 128 bytes) and B (N×K, boxes of BN/2 rows); boxes that hang over an edge arrive zero-filled, so
 // a ragged tile or a K that is not a multiple of BK only adds zeros to the accumulators (whatever the
 // scale: a padded scale byte is 0, 2^-127, never NaN). `scale_a` / `scale_b` are the blocked layouts.

@@ -14,7 +14,7 @@
 // epilogue):
 //   - the ring holds e4m3 tiles: a K tile of 64 elements is 64 bytes a row, stored by the TMA with the
 //     64-byte swizzle, and each stage also gets the K tile's scales, copied by the producer as plain
-//     bulk copies of 512-byte blocks of the blocked scale layout (step.rs and shared/mx.rs say how it is
+//     bulk copies of 512-byte blocks of the blocked scale layout (step.rs and shared/check/mx.rs say how it is
 //     laid out: 128 rows × 4 scales per block, row r's four at byte (r % 32)·16 + (r / 32)·4);
 //   - B goes through a converted copy: the consumers turn the stage's 256 rows of e4m3 B into a
 //     128-byte-swizzled bf16 tile (each consumer thread one row), which the wgmmas read with the usual

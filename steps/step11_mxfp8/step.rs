@@ -1,7 +1,7 @@
 //! Step 11 · mxfp8: what this step launches and how.
 //!
 //! The problem changes here: `A` and `B` are OCP fp8 e4m3 with one e8m0 scale per 1×32 block along K
-//! (shared/mx.rs), and `C` is fp32. The kernel's signature is the MX one of
+//! (shared/check/mx.rs), and `C` is fp32. The kernel's signature is the MX one of
 //! [`launch_mx_with_maps_in`]: `gemm(TensorMap a, TensorMap b, TensorMap c, const u8* scale_a,
 //! const u8* scale_b, float* C, int M, int N, int K, int use_tma_store)`, scales in the blocked layout.
 //!
@@ -11,9 +11,11 @@
 //! Blackwell (`sm100.cu`, assembled, not run here): `tcgen05.mma … kind::mxf8f6f4.block_scale`, as
 //! in seed 004.
 
+use crate::encoding::tma::{self, TmaSwizzle};
 use crate::error::Result;
-use crate::registry::{launch_mx_with_maps_in, persistent_launch, Format, GemmOperands, KernelFile, Step, Targets};
-use crate::tma::{self, TmaSwizzle};
+use crate::run::registry::{
+    launch_mx_with_maps_in, persistent_launch, Format, GemmOperands, KernelFile, Step, Targets,
+};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles and launch: step 10's persistent pipeline on e4m3 tiles, with the

@@ -1,10 +1,10 @@
 //! What the integration tests share: deciding whether a tool or a GPU is there, and saying so.
 #![allow(dead_code)]
 
-use gemm_ladder::gpu::Gpu;
-use gemm_ladder::libs;
-use gemm_ladder::registry::{KernelFile, Targets};
-use gemm_ladder::steps;
+use gemm_ladder::device::gpu::Gpu;
+use gemm_ladder::device::libs;
+use gemm_ladder::run::registry::{KernelFile, Targets};
+use gemm_ladder::run::steps;
 
 #[path = "../kernels/pipeline_bugs.rs"]
 pub mod pipeline_bugs;

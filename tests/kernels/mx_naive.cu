@@ -16,7 +16,7 @@ __device__ __forceinline__ float e8m0_value(u32 byte) {
     return __uint_as_float(byte << 23);
 }
 
-// Byte offset of scale (r, c) in the blocked layout (shared/mx.rs, blocked_offset).
+// Byte offset of scale (r, c) in the blocked layout (shared/check/mx.rs, blocked_offset).
 __device__ __forceinline__ i64 blocked(int r, int c, int blocks) {
     const int within = r % 128;
     return (static_cast<i64>(r / 128) * ((blocks + 3) / 4) + c / 4) * 512 + (within % 32) * 16 + (within / 32) * 4 + c % 4;

@@ -10,8 +10,8 @@
 //! `cluster_sync()` after the barriers are initialised, by contrast, misbehaves only when a peer block
 //! runs ahead, and is left out.
 
-use gemm_ladder::registry::{KernelFile, Step};
-use gemm_ladder::steps;
+use gemm_ladder::run::registry::{KernelFile, Step};
+use gemm_ladder::run::steps;
 
 /// One planted bug: replace `find` (which must occur exactly once) by `replace`.
 pub struct PipelineBug {

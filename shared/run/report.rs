@@ -1,9 +1,9 @@
 //! What a run prints: the checks and the results table.
 
-use crate::problem::Shape;
-use crate::registry::Step;
-use crate::results::StepRecord;
-use crate::verify::Check;
+use crate::check::problem::Shape;
+use crate::check::verify::Check;
+use crate::run::registry::Step;
+use crate::run::results::StepRecord;
 use tabled::settings::Style;
 use tabled::{Table, Tabled};
 
@@ -191,7 +191,7 @@ pub fn mx_baselines_table(records: &[StepRecord]) -> Option<String> {
          timed as one; cuBLASLt fp8 e4m3 with one scale per tensor (no block scales: the fp8 ceiling), \
          FAST_ACCUM off. Inputs: {}.",
         Table::new(rows).with(Style::rounded()),
-        crate::results::MxBaselines::QUANTIZER
+        crate::run::results::MxBaselines::QUANTIZER
     ))
 }
 
@@ -200,13 +200,13 @@ fn legend(records: &[StepRecord]) -> String {
     let mut text = format!(
         "Each step was timed in one loop with cuBLAS (A B A B …, after ~{:.2} s of untimed warm-up), \
          each with its own median; × cuBLAS compares medians from the same loop.",
-        crate::timing::WARMUP_SECONDS
+        crate::run::timing::WARMUP_SECONDS
     );
     if records.iter().any(|r| r.clocks.is_some()) {
         text.push_str(&format!(
             " SM MHz: NVML's SM clock during the timed launches, median (min–max) of readings every {} ms; \
              W: mean board power / enforced limit.",
-            crate::nvml::PERIOD.as_millis()
+            crate::device::nvml::PERIOD.as_millis()
         ));
     } else {
         text.push_str(" No SM clock was recorded (NVML was not available).");
@@ -217,7 +217,7 @@ fn legend(records: &[StepRecord]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::tests::record_of;
+    use crate::run::results::tests::record_of;
 
     #[test]
     fn mx_baselines_are_shown_only_for_mx_records() {
@@ -225,8 +225,8 @@ mod tests {
         assert!(mx_baselines_table(std::slice::from_ref(&plain)).is_none());
         let mut r = record_of(11, "mxfp8", 4096, 0.2);
         let timing = r.cublas_bf16.clone();
-        r.mx = Some(crate::results::MxBaselines {
-            quantizer: crate::results::MxBaselines::QUANTIZER.into(),
+        r.mx = Some(crate::run::results::MxBaselines {
+            quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
             dequantize_then_cublas_bf16: timing.clone(),
             ratio_dequantize_then_cublas_bf16: 1.25,
             cublaslt_fp8_tensorwise: None,

@@ -1,14 +1,14 @@
 //! The command line every step binary and the ladder share.
 
-use crate::arch::Arch;
+use crate::check::problem::{fresh_seed, Shape};
+use crate::device::arch::Arch;
+use crate::device::gpu::Gpu;
+use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::nvrtc::{self, Output};
-use crate::problem::{fresh_seed, Shape};
-use crate::registry::Step;
-use crate::results::StepRecord;
-use crate::session::{RunOptions, Session};
-use crate::{book, figure, libs, report, results, steps};
+use crate::run::registry::Step;
+use crate::run::results::StepRecord;
+use crate::run::session::{RunOptions, Session};
+use crate::{book, device::libs, run::report, run::results, run::steps};
 use clap::{Parser, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -49,7 +49,7 @@ pub struct CommonArgs {
     /// The book folder whose src/results receives the results (default: ./book, else the crate's).
     #[arg(long)]
     pub book: Option<PathBuf>,
-    #[arg(long, help = crate::sweep::help(), conflicts_with_all = ["size", "m", "n", "k"])]
+    #[arg(long, help = crate::run::sweep::help(), conflicts_with_all = ["size", "m", "n", "k"])]
     pub sweep: bool,
     /// Also profile each recorded run under Nsight Compute (`ncu`, found on PATH or under
     /// /opt/nvidia/nsight-compute): the step's kernel alone, one launch, clocks left alone; its
@@ -199,7 +199,7 @@ fn record(args: &CommonArgs, gpu: &Gpu, records: &[StepRecord]) -> Result<()> {
         return Ok(());
     };
     let path = results::record(&book_dir, &gpu.info, records)?;
-    figure::regenerate_all(&book_dir)?;
+    crate::book::regenerate_all(&book_dir)?;
     println!("recorded {} and its figure", path.display());
     Ok(())
 }
@@ -231,7 +231,7 @@ pub fn step_main(id: u8) -> Result<()> {
         return emit(step, what, args.arch.as_deref());
     }
     let shapes = if args.common.sweep {
-        crate::sweep::SHAPES.to_vec()
+        crate::run::sweep::SHAPES.to_vec()
     } else {
         args.common.shapes()
     };
@@ -247,7 +247,14 @@ pub fn step_main(id: u8) -> Result<()> {
     );
     if args.timeline {
         let book = args.common.book_dir();
-        return crate::timeline::timeline_main(step, gpu, shapes[0], seed, args.common.iters, book.as_deref());
+        return crate::evidence::timeline::timeline_main(
+            step,
+            gpu,
+            shapes[0],
+            seed,
+            args.common.iters,
+            book.as_deref(),
+        );
     }
     if args.common.sweep {
         return sweep_main(&args.common, gpu, step, seed);
@@ -271,24 +278,24 @@ pub fn step_main(id: u8) -> Result<()> {
     record(&args.common, &gpu, &records)
 }
 
-/// `--sweep`: the step at every shape of [`crate::sweep::SHAPES`], then one table, the records (marked
+/// `--sweep`: the step at every shape of [`crate::run::sweep::SHAPES`], then one table, the records (marked
 /// as a sweep) and the figures. Exits non-zero when a shape failed verification, after recording the
 /// others.
 fn sweep_main(args: &CommonArgs, gpu: Gpu, step: &'static Step, seed: u64) -> Result<()> {
-    let crate::sweep::Outcome {
+    let crate::run::sweep::Outcome {
         gpu,
         records,
         failures,
         skipped,
-    } = crate::sweep::run(gpu, step, seed, &args.options())?;
+    } = crate::run::sweep::run(gpu, step, seed, &args.options())?;
     if !records.is_empty() {
         report::print_results(&records);
     } else if args.check && failures.is_empty() {
         println!(
             "{} passed verification at {} of the sweep's {} shapes",
             step.binary(),
-            crate::sweep::SHAPES.len() - skipped.len(),
-            crate::sweep::SHAPES.len()
+            crate::run::sweep::SHAPES.len() - skipped.len(),
+            crate::run::sweep::SHAPES.len()
         );
     }
     if !skipped.is_empty() {
@@ -335,7 +342,7 @@ pub fn ladder_main() -> Result<()> {
     }
     let book_dir = book_dir
         .ok_or_else(|| Error::Usage("no book/ folder found: run from the crate root or pass --book DIR".into()))?;
-    figure::regenerate_all(&book_dir)?;
+    crate::book::regenerate_all(&book_dir)?;
     let out = book::build(&book_dir, None)?;
     println!("book: {}", out.join("index.html").display());
     Ok(())
@@ -462,7 +469,7 @@ mod tests {
         }
         let help = <StepArgs as clap::CommandFactory>::command().render_help().to_string();
         assert!(help.contains("--sweep"), "{help}");
-        for s in crate::sweep::SHAPES {
+        for s in crate::run::sweep::SHAPES {
             assert!(help.contains(&s.to_string()), "{s} missing from\n{help}");
         }
 

@@ -15,12 +15,12 @@
 //! - Scale layouts: row-major `SF[rows][K/32]` and the **blocked** layout cuBLAS and CUTLASS use on
 //!   Blackwell ([`to_blocked`], [`from_blocked`], [`blocked_offset`]).
 //! - [`reference`]: the exact product of two MX matrices in f64, in full or sampled like
-//!   [`crate::verify::cpu_reference`].
+//!   [`crate::check::verify::cpu_reference`].
 //! - [`MxInputs`]: step 11's inputs, made from the bf16 inputs every step draws.
 
-use crate::problem::{Inputs, Shape};
-use crate::registry::{GemmOperands, KernelFile, Targets};
-use crate::verify::{sample_positions, Reference, FULL_REFERENCE_MACS};
+use crate::check::problem::{Inputs, Shape};
+use crate::check::verify::{sample_positions, Reference, FULL_REFERENCE_MACS};
+use crate::run::registry::{GemmOperands, KernelFile, Targets};
 use cudarc::driver::{CudaFunction, CudaStream};
 use half::bf16;
 use rayon::prelude::*;
@@ -285,7 +285,7 @@ pub fn from_blocked(blocked: &[u8], rows: usize, blocks: usize) -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------
 
 /// `C = A·Bᵀ` for MX `A` (M×K) and `B` (N×K) in f64: all of it when `M·N·K <=
-/// FULL_REFERENCE_MACS`, otherwise at [`sample_positions`] (as [`crate::verify::cpu_reference`]).
+/// FULL_REFERENCE_MACS`, otherwise at [`sample_positions`] (as [`crate::check::verify::cpu_reference`]).
 ///
 /// Per element, `Σ_b 2^(sa−127)·2^(sb−127) · Σ_{j<32} e4m3(a)·e4m3(b)`: each product of two e4m3
 /// values (4 significant bits each) and each block's sum of 32 of them are exact in f64, the
@@ -408,10 +408,10 @@ impl MxInputs {
 // The dequantize kernel (the "dequantize, then cuBLAS bf16" baseline)
 // ---------------------------------------------------------------------------------------------
 
-/// `shared/mx_dequant.cu`: e4m3 + blocked e8m0 → bf16, one pass over one operand. Not a GEMM: it is
+/// `shared/check/mx_dequant.cu`: e4m3 + blocked e8m0 → bf16, one pass over one operand. Not a GEMM: it is
 /// launched with [`launch_dequantize`], never through `launch`.
 pub const DEQUANT_KERNEL: KernelFile = KernelFile {
-    path: "shared/mx_dequant.cu",
+    path: "shared/check/mx_dequant.cu",
     source: include_str!("mx_dequant.cu"),
     targets: Targets::AnyGpu,
     entry: "mx_dequantize",
@@ -667,7 +667,7 @@ mod tests {
         let Reference::F64(direct) = reference(&mx.a, &mx.b) else {
             panic!("a small shape gets the full reference")
         };
-        let Reference::F64(via_bf16) = crate::verify::cpu_reference(&mx.a_bf16, &mx.b_bf16, shape) else {
+        let Reference::F64(via_bf16) = crate::check::verify::cpu_reference(&mx.a_bf16, &mx.b_bf16, shape) else {
             panic!("full")
         };
         for (x, y) in direct.iter().zip(&via_bf16) {

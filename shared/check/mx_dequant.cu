@@ -1,8 +1,8 @@
 // MXFP8 → bf16, one pass over one operand: the first half of step 11's "dequantize, then cuBLAS
-// bf16" baseline (shared/session.rs times this kernel for A and B plus cuBLAS as one contender).
+// bf16" baseline (shared/run/session.rs times this kernel for A and B plus cuBLAS as one contender).
 //
 // In: `q`, rows×K e4m3 bytes (row-major, K a multiple of 32); `scales`, one e8m0 byte per 1×32 block
-// in the blocked layout of shared/mx.rs. Out: rows×K bf16, every element e4m3 × 2^(byte−127), exact
+// in the blocked layout of shared/check/mx.rs. Out: rows×K bf16, every element e4m3 × 2^(byte−127), exact
 // for the scale window step 11's inputs use (e4m3 has 3 mantissa bits, bf16 7).
 #include "common.cuh"
 

@@ -1,17 +1,17 @@
 //! The size-sweep figure: for every step swept on one GPU (`stepNN --sweep`), its TFLOPS over cuBLAS
 //! bf16's at each shape of the sweep, drawn with plotters into `book/src/figures/sweep-<gpu>.svg`.
 //!
-//! Like the ladder ([`crate::figure`]) it is a pure function of the results file: the same records give
+//! Like the ladder ([`crate::book::figure`]) it is a pure function of the results file: the same records give
 //! a byte-identical SVG, so the committed figure is checked against the committed results in the tests.
 //! Only records marked `sweep` are drawn; a file without any draws no sweep figure.
 
-use crate::error::Result;
-use crate::figure::{
+use crate::book::svg::{
     draw_error, figures_dir, write_if_changed, CUBLAS_BF16, FONT, GRID, GRID_BOLD, INK, SERIES, TRANSPARENT,
 };
-use crate::problem::Shape;
-use crate::results::{significant, ResultsFile, StepRecord};
-use crate::sweep;
+use crate::check::problem::Shape;
+use crate::error::Result;
+use crate::run::results::{significant, ResultsFile, StepRecord};
+use crate::run::sweep;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -285,7 +285,7 @@ fn draw_sweep(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::results::tests::{device, record_of};
+    use crate::run::results::tests::{device, record_of};
 
     /// A record of `step` made by a sweep at `shape`, `ratio` times as fast as cuBLAS bf16.
     pub(crate) fn swept(step: u8, name: &str, shape: Shape, ratio: f64) -> StepRecord {
@@ -294,9 +294,9 @@ pub(crate) mod tests {
         r.shape = shape;
         r.sweep = true;
         r.cublas_bf16.median_ms = cublas_ms;
-        r.cublas_bf16.tflops = crate::results::tflops(&shape, cublas_ms);
+        r.cublas_bf16.tflops = crate::run::results::tflops(&shape, cublas_ms);
         r.time.median_ms = cublas_ms / ratio;
-        r.time.tflops = crate::results::tflops(&shape, r.time.median_ms);
+        r.time.tflops = crate::run::results::tflops(&shape, r.time.median_ms);
         r.ratio_bf16 = r.time.tflops / r.cublas_bf16.tflops;
         r.ratio_sgemm = None;
         r.cublas_sgemm = None;

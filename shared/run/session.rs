@@ -1,20 +1,20 @@
 //! A session: one GPU, one shape, one seed. It compiles steps on demand, keeps every output it
 //! computed (so step N is checked against step N−1 without running anything twice), and times.
 
-use crate::arch::Arch;
-use crate::cublas::Cublas;
-use crate::cublas::{Fp8Output, Fp8Tensorwise};
+use crate::check::mx::{self, MxInputs};
+use crate::check::problem::{Inputs, Shape};
+use crate::check::verify::{self, Bounds, Check, Reference};
+use crate::device::arch::Arch;
+use crate::device::cublas::Cublas;
+use crate::device::cublas::{Fp8Output, Fp8Tensorwise};
+use crate::device::gpu::Gpu;
+use crate::device::nvml::ClockSummary;
+use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::mx::{self, MxInputs};
-use crate::nvml::ClockSummary;
-use crate::nvrtc::{self, Output};
-use crate::problem::{Inputs, Shape};
-use crate::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
-use crate::results::{MxBaselines, StepRecord, Timing, TimingMethod};
-use crate::timing::Contender;
-use crate::verify::{self, Bounds, Check, Reference};
-use crate::{steps, timing};
+use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
+use crate::run::results::{MxBaselines, StepRecord, Timing, TimingMethod};
+use crate::run::timing::Contender;
+use crate::{run::steps, run::timing};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
 use half::bf16;
@@ -427,7 +427,7 @@ impl Session {
     pub fn run_step(&mut self, id: u8, options: &RunOptions) -> Result<StepOutcome> {
         let checks = self.verify(id)?;
         if let Some(failed) = checks.iter().find(|c| !c.passed) {
-            crate::report::print_checks(steps::get(id)?, self.shape, &checks);
+            crate::run::report::print_checks(steps::get(id)?, self.shape, &checks);
             return Err(Error::Verification(verify::failure_line(
                 &steps::get(id)?.binary(),
                 failed,
@@ -454,7 +454,7 @@ impl Session {
             shape: self.shape,
             sweep: false,
             seed: self.seed(),
-            date: crate::results::utc_now_rfc3339(),
+            date: crate::run::results::utc_now_rfc3339(),
             git: crate::GIT_REVISION.to_string(),
             ratio_bf16: time.tflops / cublas_bf16.tflops,
             ratio_sgemm: cublas_sgemm.as_ref().map(|s| time.tflops / s.tflops),

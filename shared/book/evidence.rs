@@ -5,16 +5,16 @@
 //! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's, per GPU  |
 //! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
-//! | `{{#ladder-quoted}}`           | every number quoted from another text ([`crate::quoted`])        |
+//! | `{{#ladder-quoted}}`           | every number quoted from another text ([`crate::book::quoted`])        |
 //! | `{{#ladder-quote gau-v6}}`     | one quoted number, inline: `1476 TFLOPS`                         |
 //! | `{{#ladder-sources}}`          | the list of source texts                                         |
 //!
 //! Each says plainly when there is nothing recorded yet.
 
+use crate::book::quoted::{self, QUOTED, SOURCES};
+use crate::evidence::timeline;
 use crate::evidence::{Profile, ProfileSource};
-use crate::quoted::{self, QUOTED, SOURCES};
-use crate::results::{significant, ResultsFile, StepRecord};
-use crate::timeline;
+use crate::run::results::{significant, ResultsFile, StepRecord};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -154,7 +154,7 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         "`cargo run --release --bin step{step:02} -- --profile` on a GPU records them (Nsight Compute's counters where `ncu` is installed)"
     );
     let mut out = String::new();
-    let previous = crate::steps::get(step).ok().and_then(|s| s.predecessor);
+    let previous = crate::run::steps::get(step).ok().and_then(|s| s.predecessor);
     let mut any = false;
     for file in files {
         let Some(this) = chapter_record(file, step) else {
@@ -213,7 +213,7 @@ pub fn timeline_section(book_dir: Option<&Path>, step: u8, chapter: &Path) -> St
     let Some(book_dir) = book_dir else {
         return not_yet;
     };
-    let dir = crate::results::results_dir(book_dir).join("timelines");
+    let dir = crate::run::results::results_dir(book_dir).join("timelines");
     let prefix = format!("timeline-step{step:02}-");
     let mut traces: Vec<_> = std::fs::read_dir(&dir)
         .into_iter()
@@ -233,7 +233,7 @@ pub fn timeline_section(book_dir: Option<&Path>, step: u8, chapter: &Path) -> St
         let Some(s) = timeline::load_summary(&trace) else {
             continue;
         };
-        let slug = crate::results::slug(&s.gpu);
+        let slug = crate::run::results::slug(&s.gpu);
         let name = trace.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if timeline::svg_path(book_dir, step, &slug).is_file() {
             let _ = writeln!(
@@ -377,7 +377,7 @@ pub fn sources_list() -> String {
 mod tests {
     use super::*;
     use crate::evidence::{computed_for_shape, NcuCounters, Stall};
-    use crate::results::tests::{device, record_of};
+    use crate::run::results::tests::{device, record_of};
     use std::collections::BTreeMap;
 
     fn profiled(step: u8, name: &str, ncu: bool) -> StepRecord {
@@ -463,14 +463,15 @@ mod tests {
         let summary = timeline::tests::summary(vec![0, 1]);
         let trace = timeline::trace_path(dir.path(), 8, "nvidia-h200");
         let value = serde_json::json!({"traceEvents": [], "otherData": summary});
-        crate::results::write_file_atomically(&trace, &value.to_string()).unwrap();
+        crate::run::results::write_file_atomically(&trace, &value.to_string()).unwrap();
         let text = timeline_section(Some(dir.path()), 8, Path::new("step08-pipeline.md"));
         assert!(
             text.contains("+5.0%") && text.contains("(results/timelines/timeline-step08-nvidia-h200.json)"),
             "{text}"
         );
         assert!(!text.contains("!["), "no figure drawn, no image: {text}");
-        crate::results::write_file_atomically(&timeline::svg_path(dir.path(), 8, "nvidia-h200"), "<svg/>").unwrap();
+        crate::run::results::write_file_atomically(&timeline::svg_path(dir.path(), 8, "nvidia-h200"), "<svg/>")
+            .unwrap();
         let text = timeline_section(Some(dir.path()), 8, Path::new("step08-pipeline.md"));
         assert!(text.contains("](figures/timeline-step08-nvidia-h200.svg)"), "{text}");
         assert!(timeline_section(Some(dir.path()), 9, Path::new("x.md")).starts_with("No timeline"));

@@ -13,15 +13,15 @@
 //!
 //! Every time the book shows as a step's speed comes from the plain build: this one only explains.
 
+use crate::book::svg::{draw_error, write_if_changed, FONT, GRID_BOLD, INK};
+use crate::check::problem::Shape;
+use crate::device::gpu::Gpu;
+use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
-use crate::figure::{draw_error, write_if_changed, FONT, GRID_BOLD, INK};
-use crate::gpu::Gpu;
-use crate::nvrtc::{self, Output};
-use crate::problem::Shape;
-use crate::registry::{KernelFile, Step, Targets};
-use crate::results::{self, significant};
-use crate::session::Session;
-use crate::timing::{self, Contender};
+use crate::run::registry::{KernelFile, Step, Targets};
+use crate::run::results::{self, significant};
+use crate::run::session::Session;
+use crate::run::timing::{self, Contender};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use cudarc::driver::{CudaFunction, CudaModule, DevicePtr};
 use plotters::prelude::*;
@@ -317,7 +317,7 @@ pub fn trace_path(book_dir: &Path, step: u8, slug: &str) -> PathBuf {
 
 /// `book/src/figures/timeline-stepNN-<slug>.svg`.
 pub fn svg_path(book_dir: &Path, step: u8, slug: &str) -> PathBuf {
-    crate::figure::figures_dir(book_dir).join(format!("timeline-step{step:02}-{slug}.svg"))
+    crate::book::svg::figures_dir(book_dir).join(format!("timeline-step{step:02}-{slug}.svg"))
 }
 
 /// The summary stored in a trace file, if the file is there and holds one.
@@ -449,7 +449,7 @@ fn draw_gantt(
         .axis_desc_style((FONT, 15))
         .label_style((FONT, 13))
         .bold_line_style(RGBColor(235, 235, 235))
-        .light_line_style(crate::figure::TRANSPARENT)
+        .light_line_style(crate::book::svg::TRANSPARENT)
         .axis_style(INK)
         .draw()?;
     // Rows: light background for waiting, separators between SMs.
@@ -897,9 +897,13 @@ pub(crate) mod tests {
 
     #[test]
     fn the_hopper_warp_specialised_steps_have_stamps_and_the_others_do_not() {
-        let with: Vec<u8> = crate::steps::ALL.iter().filter(|s| supports(s)).map(|s| s.id).collect();
+        let with: Vec<u8> = crate::run::steps::ALL
+            .iter()
+            .filter(|s| supports(s))
+            .map(|s| s.id)
+            .collect();
         assert_eq!(with, [8, 9, 10]);
-        let file = &crate::steps::get(8).unwrap().kernels[0];
+        let file = &crate::run::steps::get(8).unwrap().kernels[0];
         let inst = instrumented(file);
         assert_eq!(inst.defines.last(), Some(&("TIMELINE", 1)));
         assert_eq!(inst.defines.len(), file.defines.len() + 1);
@@ -912,18 +916,18 @@ pub(crate) mod tests {
     /// instrumented build reads the timer and knows the buffer.
     #[test]
     fn the_plain_build_has_no_stamps_and_the_instrumented_one_compiles() {
-        if crate::libs::require_nvrtc().is_err() {
+        if crate::device::libs::require_nvrtc().is_err() {
             eprintln!("skipped: no NVRTC");
             return;
         }
         for id in [8u8, 9, 10] {
-            let file = crate::steps::get(id)
+            let file = crate::run::steps::get(id)
                 .unwrap()
                 .kernels
                 .iter()
                 .find(|k| k.targets == Targets::Hopper)
                 .unwrap();
-            let arch = crate::arch::Arch::SM90A;
+            let arch = crate::device::arch::Arch::SM90A;
             let plain = String::from_utf8(nvrtc::compile(file, arch, Output::Ptx).unwrap().bytes).unwrap();
             assert!(
                 !plain.contains("globaltimer") && !plain.contains("timeline_"),

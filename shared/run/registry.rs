@@ -4,10 +4,10 @@
 //! came before it. Because the registry lives in the library, any step's binary can compile and run
 //! its predecessor for verification.
 
-use crate::arch::Arch;
+use crate::check::problem::Shape;
+use crate::device::arch::Arch;
+use crate::encoding::tma::TensorMap;
 use crate::error::{Error, Result};
-use crate::problem::Shape;
-use crate::tma::TensorMap;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use std::ffi::c_void;
 
@@ -74,7 +74,7 @@ pub enum Format {
     /// Steps 01–10: `A`, `B` bf16, fp32 accumulation, `C` bf16.
     Bf16,
     /// Step 11: `A`, `B` OCP fp8 e4m3 (`e4m3fn`) with one e8m0 scale per 1×32 block along K (in the
-    /// blocked layout of [`crate::mx::to_blocked`]), fp32 accumulation, `C` fp32.
+    /// blocked layout of [`crate::check::mx::to_blocked`]), fp32 accumulation, `C` fp32.
     Mxfp8,
 }
 
@@ -116,7 +116,7 @@ impl Format {
 ///
 /// For a [`Format::Bf16`] step `a`, `b` and `c` are bf16 and the scales are 0. For a
 /// [`Format::Mxfp8`] step `a` and `b` are e4m3 bytes (M×K and N×K row-major), `scale_a` and
-/// `scale_b` their e8m0 scale bytes in the blocked layout ([`crate::mx::to_blocked`]: rows padded to
+/// `scale_b` their e8m0 scale bytes in the blocked layout ([`crate::check::mx::to_blocked`]: rows padded to
 /// 128, K/32 blocks padded to 4), and `c` an fp32 M×N row-major matrix.
 #[derive(Debug, Clone, Copy)]
 pub struct GemmOperands {

@@ -24,13 +24,13 @@ const CHUNK_BYTES: u32 = 16;
 
 /// `book/src/figures/swizzle-banks.svg`.
 pub fn swizzle_banks_svg_path(book_dir: &Path) -> PathBuf {
-    crate::figure::figures_dir(book_dir).join("swizzle-banks.svg")
+    crate::book::svg::figures_dir(book_dir).join("swizzle-banks.svg")
 }
 
 /// Draws the figure into `out` (an SVG file), creating folders; a file that already holds exactly this
 /// figure is left untouched.
 pub fn render_swizzle_banks(out: &Path) -> Result<()> {
-    crate::figure::write_if_changed(out, &swizzle_banks_svg()?)
+    crate::book::svg::write_if_changed(out, &swizzle_banks_svg()?)
 }
 
 /// `groups[row][chunk]`: the bank group (`bank / 4`, 0..8) that the 16-byte chunk `chunk` of row `row`
@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn regenerate_all_draws_it_even_without_results() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let ladders = crate::figure::regenerate_all(dir.path()).expect("regenerate");
+        let ladders = crate::book::regenerate_all(dir.path()).expect("regenerate");
         assert!(ladders.is_empty());
         let drawn = std::fs::read_to_string(swizzle_banks_svg_path(dir.path())).expect("drawn");
         assert_eq!(drawn, swizzle_banks_svg().expect("svg"));

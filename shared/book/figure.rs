@@ -4,80 +4,29 @@
 //! committed figures can be checked against the committed results in the tests. Text is laid out with
 //! plotters' built-in size estimate (no font files are read), and the browser draws the real glyphs.
 
-use crate::error::{Error, Result};
-use crate::results::{self, significant, ResultsFile, StepRecord};
+use super::svg::{
+    draw_error, figures_dir, write_if_changed, CUBLAS_BF16, FONT, GRID, GRID_BOLD, INK, SERIES, TRANSPARENT,
+};
+use crate::error::Result;
+use crate::run::results::{significant, ResultsFile, StepRecord};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// `book/src/figures`.
-pub fn figures_dir(book_dir: &Path) -> PathBuf {
-    book_dir.join("src").join("figures")
-}
-
 /// `book/src/figures/ladder-<slug>.svg`.
 pub fn ladder_svg_path(book_dir: &Path, slug: &str) -> PathBuf {
     figures_dir(book_dir).join(format!("ladder-{slug}.svg"))
 }
 
-/// Draws the ladder of every results file under `book_dir` into `book/src/figures`, its size sweep
-/// when it has sweep records ([`crate::figure_sweep`]), and the figures computed from the encodings
-/// rather than from measurements (the swizzle bank picture, [`crate::figure_banks`]). A figure whose
-/// SVG is already up to date is left untouched. Returns the paths of the figures drawn from results,
-/// in results-file order (each file's ladder, then its sweep).
-pub fn regenerate_all(book_dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut paths = Vec::new();
-    for file in results::load_all(book_dir)? {
-        let path = ladder_svg_path(book_dir, &file.slug());
-        render_ladder(&file, &path)?;
-        paths.push(path);
-        let sweep = crate::figure_sweep::sweep_svg_path(book_dir, &file.slug());
-        if crate::figure_sweep::render_sweep(&file, &sweep)? {
-            paths.push(sweep);
-        }
-    }
-    crate::figure_banks::render_swizzle_banks(&crate::figure_banks::swizzle_banks_svg_path(book_dir))?;
-    Ok(paths)
-}
-
-/// Draws the TFLOPS ladder of one GPU into `out` (an SVG file).
-pub fn render_ladder(file: &ResultsFile, out: &Path) -> Result<()> {
-    write_if_changed(out, &ladder_svg(file)?)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Shared drawing style
-
-pub(crate) const FONT: &str = "sans-serif";
-pub(crate) const INK: RGBColor = RGBColor(40, 40, 40);
-pub(crate) const GRID: RGBColor = RGBColor(225, 225, 225);
-pub(crate) const GRID_BOLD: RGBColor = RGBColor(190, 190, 190);
-pub(crate) const TRANSPARENT: RGBAColor = RGBAColor(0, 0, 0, 0.0);
-/// One colour per measured size, in increasing size order (4096 blue, 8192 orange, ...).
-pub(crate) const SERIES: [RGBColor; 5] = [
-    RGBColor(31, 100, 180),
-    RGBColor(230, 110, 0),
-    RGBColor(40, 150, 60),
-    RGBColor(140, 80, 170),
-    RGBColor(120, 90, 70),
-];
-pub(crate) const CUBLAS_BF16: RGBColor = RGBColor(190, 30, 45);
 const CUBLAS_SGEMM: RGBColor = RGBColor(90, 90, 90);
 /// The quoted B200 series (hollow markers): colours no measured series uses.
 const QUOTED: [RGBColor; 2] = [RGBColor(0, 130, 130), RGBColor(170, 50, 130)];
 
-pub(crate) fn draw_error(what: &str) -> impl FnOnce(DrawingAreaErrorKind<std::io::Error>) -> Error + '_ {
-    move |e| Error::Other(format!("drawing {what}: {e}"))
-}
-
-/// Writes `text` to `path` unless it already holds it (so regenerating leaves unchanged figures alone).
-pub(crate) fn write_if_changed(path: &Path, text: &str) -> Result<()> {
-    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
-        return Ok(());
-    }
-    crate::results::write_file_atomically(path, text)
+/// Draws the TFLOPS ladder of one GPU into `out` (an SVG file).
+pub fn render_ladder(file: &ResultsFile, out: &Path) -> Result<()> {
+    write_if_changed(out, &ladder_svg(file)?)
 }
 
 /// The smallest of 1, 2, 5 × 10^k that is at least `x` (`up`), or the largest at most `x`.
@@ -227,10 +176,10 @@ impl LadderData {
         self.steps.iter().position(|s| s.0 == step)
     }
 
-    /// The quoted B200 series ([`crate::quoted::figure_series`]) at the rungs this figure shows:
+    /// The quoted B200 series ([`crate::book::quoted::figure_series`]) at the rungs this figure shows:
     /// (key, legend label, [(x slot, TFLOPS)]).
     fn quoted(&self) -> Vec<QuotedSeries> {
-        crate::quoted::figure_series()
+        crate::book::quoted::figure_series()
             .into_iter()
             .map(|(key, label, points)| {
                 let xy = points
@@ -477,7 +426,7 @@ fn draw_ladder(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::tests::{device, record_of};
+    use crate::run::results::tests::{device, record_of};
 
     /// Eleven steps at 4096³ (times falling from 100 ms to 0.2 ms), the first three also at 8192³.
     pub(crate) fn synthetic() -> ResultsFile {
@@ -550,10 +499,10 @@ mod tests {
     fn regenerate_all_draws_one_figure_per_results_file() {
         let dir = tempfile::tempdir().unwrap();
         let book = dir.path();
-        assert!(regenerate_all(book).unwrap().is_empty());
+        assert!(crate::book::regenerate_all(book).unwrap().is_empty());
         let file = synthetic();
-        crate::results::record(book, &file.device, &file.records[..3]).unwrap();
-        let paths = regenerate_all(book).unwrap();
+        crate::run::results::record(book, &file.device, &file.records[..3]).unwrap();
+        let paths = crate::book::regenerate_all(book).unwrap();
         assert_eq!(paths, vec![book.join("src/figures/ladder-nvidia-h100-80gb-hbm3.svg")]);
         let svg = std::fs::read_to_string(&paths[0]).unwrap();
         assert!(svg.contains("02 smem_tiling") && !svg.contains("04 tma_mma"));
@@ -566,9 +515,9 @@ mod tests {
     fn a_file_with_sweep_records_gets_a_sweep_figure_and_its_ladder_leaves_them_out() {
         let dir = tempfile::tempdir().unwrap();
         let book = dir.path();
-        let file = crate::figure_sweep::tests::synthetic();
-        crate::results::record(book, &file.device, &file.records).unwrap();
-        let paths = regenerate_all(book).unwrap();
+        let file = crate::book::figure_sweep::tests::synthetic();
+        crate::run::results::record(book, &file.device, &file.records).unwrap();
+        let paths = crate::book::regenerate_all(book).unwrap();
         assert_eq!(
             paths,
             [
@@ -577,7 +526,7 @@ mod tests {
             ]
         );
         // The ladder holds the one plain run (step 10 at 4096³), not the sixteen sweep records.
-        let data = LadderData::of(&crate::results::load_all(book).unwrap()[0]);
+        let data = LadderData::of(&crate::run::results::load_all(book).unwrap()[0]);
         assert_eq!(data.steps, [(10, "10 persistent".to_string())]);
         assert_eq!(data.series.keys().copied().collect::<Vec<_>>(), [4096]);
         assert_eq!(data.series[&4096].len(), 1);

@@ -9,8 +9,8 @@
 //! - [`cpu_reference`]: the exact product on the CPU, in full for small shapes and at sampled
 //!   positions (every edge element, one element in every block) for large ones.
 
+use crate::check::problem::Shape;
 use crate::error::{Error, Result};
-use crate::problem::Shape;
 use half::bf16;
 use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -752,7 +752,7 @@ fn dot(a: &[bf16], b: &[bf16]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::Inputs;
+    use crate::check::problem::Inputs;
 
     fn bf(v: &[f64]) -> Vec<bf16> {
         v.iter().map(|&x| bf16::from_f64(x)).collect()

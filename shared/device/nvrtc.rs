@@ -3,10 +3,10 @@
 //! Kernel files include only this crate's headers (`shared/cuda/*.cuh`), which are embedded in the
 //! binary and handed to NVRTC by name, so compilation needs no CUDA toolkit headers on the machine.
 
-use crate::arch::Arch;
+use crate::device::arch::Arch;
+use crate::device::libs;
 use crate::error::{Error, Result};
-use crate::libs;
-use crate::registry::KernelFile;
+use crate::run::registry::KernelFile;
 use cudarc::nvrtc::sys;
 use std::ffi::{c_char, c_int, CString};
 use std::path::Path;
@@ -14,16 +14,16 @@ use std::process::Command;
 
 /// Every header a kernel may `#include`, by the name it uses.
 pub const HEADERS: &[(&str, &str)] = &[
-    ("common.cuh", include_str!("cuda/common.cuh")),
-    ("mbarrier.cuh", include_str!("cuda/mbarrier.cuh")),
-    ("tma.cuh", include_str!("cuda/tma.cuh")),
-    ("wgmma.cuh", include_str!("cuda/wgmma.cuh")),
-    ("stmatrix.cuh", include_str!("cuda/stmatrix.cuh")),
-    ("tcgen05.cuh", include_str!("cuda/tcgen05.cuh")),
-    ("cluster.cuh", include_str!("cuda/cluster.cuh")),
-    ("warpgroup.cuh", include_str!("cuda/warpgroup.cuh")),
-    ("mx.cuh", include_str!("cuda/mx.cuh")),
-    ("timeline.cuh", include_str!("cuda/timeline.cuh")),
+    ("common.cuh", include_str!("../cuda/common.cuh")),
+    ("mbarrier.cuh", include_str!("../cuda/mbarrier.cuh")),
+    ("tma.cuh", include_str!("../cuda/tma.cuh")),
+    ("wgmma.cuh", include_str!("../cuda/wgmma.cuh")),
+    ("stmatrix.cuh", include_str!("../cuda/stmatrix.cuh")),
+    ("tcgen05.cuh", include_str!("../cuda/tcgen05.cuh")),
+    ("cluster.cuh", include_str!("../cuda/cluster.cuh")),
+    ("warpgroup.cuh", include_str!("../cuda/warpgroup.cuh")),
+    ("mx.cuh", include_str!("../cuda/mx.cuh")),
+    ("timeline.cuh", include_str!("../cuda/timeline.cuh")),
 ];
 
 /// What to ask NVRTC for.

@@ -74,6 +74,8 @@
 //! `make_umma_desc`, `cute/swizzle.hpp` `Swizzle<B,M,S>`). The unit tests at the bottom name the table
 //! each expected value comes from.
 
+pub mod tma;
+
 use std::fmt;
 
 /// Which dimension is contiguous for an operand in shared memory.
@@ -1405,7 +1407,7 @@ pub mod sm100_mx {
         unwrap64(super::sm100::try_smem_descriptor(0, 0, 128, SmemSwizzle::None))
     }
 
-    /// Bytes of one tile of the blocked scale layout (128 rows × 4 blocks; shared/mx.rs `TILE_BYTES`).
+    /// Bytes of one tile of the blocked scale layout (128 rows × 4 blocks; shared/check/mx.rs `TILE_BYTES`).
     pub const SCALE_TILE_BYTES: u32 = 512;
     /// TMEM columns one copied scale tile occupies: 16 bytes a lane = 4 cells.
     pub const SCALE_TILE_COLUMNS: u32 = 4;
@@ -1531,7 +1533,7 @@ pub mod sm100_mx {
             // The blocked layout's 512-byte tile is 32 rows of 16 bytes: 4 TMEM columns of 4 bytes.
             assert_eq!(SCALE_TILE_BYTES, 32 * 16);
             assert_eq!(SCALE_TILE_COLUMNS * 4, 16);
-            assert_eq!(SCALE_TILE_BYTES as usize, crate::mx::TILE_BYTES);
+            assert_eq!(SCALE_TILE_BYTES as usize, crate::check::mx::TILE_BYTES);
         }
 
         #[test]
@@ -1543,7 +1545,7 @@ pub mod sm100_mx {
             // r / 32, byte c: the id is the byte, the column is r / 32.
             for r in 0..128usize {
                 for c in 0..4usize {
-                    let byte = crate::mx::blocked_offset(r, c, 4);
+                    let byte = crate::check::mx::blocked_offset(r, c, 4);
                     assert_eq!(byte / 16, r % 32, "lane");
                     assert_eq!((byte % 16) / 4, r / 32, "column");
                     assert_eq!(byte % 4, c, "scale-factor id");

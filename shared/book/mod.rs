@@ -11,7 +11,7 @@
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
 //!
-//! and the evidence directives of [`crate::book_evidence`] (`ladder-evidence stepNN`,
+//! and the evidence directives of [`crate::book::evidence`] (`ladder-evidence stepNN`,
 //! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`).
 //!
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
@@ -24,10 +24,16 @@
 //! checked (the file exists, the anchor is in it), because mdBook itself only logs a missing file and
 //! silently includes nothing for a missing anchor.
 
+pub mod evidence;
+pub mod figure;
+pub mod figure_banks;
+pub mod figure_sweep;
+pub mod include;
+pub mod quoted;
+pub mod svg;
+
 use crate::error::{Error, Result};
-use crate::figure;
-use crate::figure_sweep;
-use crate::results::{self, significant, ResultsFile, StepRecord, TimingMethod};
+use crate::run::results::{self, significant, ResultsFile, StepRecord, TimingMethod};
 use mdbook_driver::book::BookItem;
 use mdbook_driver::MDBook;
 use std::fmt::Write as _;
@@ -44,7 +50,7 @@ pub fn default_build_dir(book_dir: &Path) -> PathBuf {
 /// Redraws every figure from the results files (the ladder of each GPU). The `ladder` and `stepNN`
 /// binaries call this after recording; [`build`] does not, so that building never rewrites sources.
 pub fn regenerate(book_dir: &Path) -> Result<Vec<PathBuf>> {
-    figure::regenerate_all(book_dir)
+    regenerate_all(book_dir)
 }
 
 /// Builds the book at `book_dir` into `dest` (default `book/build`) and returns the folder that holds
@@ -75,7 +81,7 @@ pub fn build(book_dir: &Path, dest: Option<&Path>) -> Result<PathBuf> {
                 // Anchored includes are cut here, dedented, before mdBook's `links` pass sees them.
                 Ok(text) => {
                     let base = src_dir.join(path.parent().unwrap_or(Path::new("")));
-                    chapter.content = crate::book_include::dedent_anchor_includes(&text, &base);
+                    chapter.content = crate::book::include::dedent_anchor_includes(&text, &base);
                 }
                 Err(e) => {
                     failure.get_or_insert(e);
@@ -258,17 +264,17 @@ impl LadderResults {
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
                 ("ladder-evidence", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
-                    crate::book_evidence::evidence_table(&self.files, id)
+                    crate::book::evidence::evidence_table(&self.files, id)
                 }
                 ("ladder-timeline", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
-                    crate::book_evidence::timeline_section(self.book_dir.as_deref(), id, chapter)
+                    crate::book::evidence::timeline_section(self.book_dir.as_deref(), id, chapter)
                 }
-                ("ladder-l2", []) => crate::book_evidence::l2_roofline(&self.files),
-                ("ladder-quoted", []) => crate::book_evidence::quoted_table(),
-                ("ladder-sources", []) => crate::book_evidence::sources_list(),
+                ("ladder-l2", []) => crate::book::evidence::l2_roofline(&self.files),
+                ("ladder-quoted", []) => crate::book::evidence::quoted_table(),
+                ("ladder-sources", []) => crate::book::evidence::sources_list(),
                 ("ladder-quote", [id]) => {
-                    crate::book_evidence::quote(id).ok_or_else(|| bad("no such quoted number (shared/quoted.rs)"))?
+                    crate::book::evidence::quote(id).ok_or_else(|| bad("no such quoted number (shared/book/quoted.rs)"))?
                 }
                 ("ladder-table" | "ladder-figure" | "ladder-sweep-table" | "ladder-sweep-figure", _) => {
                     return Err(bad("too many arguments"))
@@ -362,7 +368,7 @@ impl LadderResults {
 
 /// How to record a sweep: the top step's binary with `--sweep`.
 fn sweep_hint() -> String {
-    let top = crate::steps::ALL
+    let top = crate::run::steps::ALL
         .last()
         .map_or_else(|| "stepNN".to_string(), |s| s.binary());
     format!("on a machine with an NVIDIA GPU, `cargo run --release --bin {top} -- --sweep` (or any other step with `--sweep`)")
@@ -497,7 +503,7 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
     let mut rows: Vec<(&ResultsFile, &StepRecord)> = Vec::new();
     for file in files {
         let mut swept: Vec<&StepRecord> = file.records.iter().filter(|r| r.sweep).collect();
-        let order = crate::sweep::axis_order(swept.iter().map(|r| r.shape));
+        let order = crate::run::sweep::axis_order(swept.iter().map(|r| r.shape));
         swept.sort_by_key(|r| (r.step, order.iter().position(|s| *s == r.shape)));
         rows.extend(swept.into_iter().map(|r| (file, r)));
     }
@@ -762,10 +768,30 @@ fn rerun_command(r: &StepRecord) -> String {
     format!("cargo run --release --bin {} -- {shape} --seed {}", r.step_id(), r.seed)
 }
 
+/// Draws the ladder of every results file under `book_dir` into `book/src/figures`, its size sweep
+/// when it has sweep records ([`crate::book::figure_sweep`]), and the figures computed from the encodings
+/// rather than from measurements (the swizzle bank picture, [`crate::book::figure_banks`]). A figure whose
+/// SVG is already up to date is left untouched. Returns the paths of the figures drawn from results,
+/// in results-file order (each file's ladder, then its sweep).
+pub fn regenerate_all(book_dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    for file in crate::run::results::load_all(book_dir)? {
+        let path = figure::ladder_svg_path(book_dir, &file.slug());
+        figure::render_ladder(&file, &path)?;
+        paths.push(path);
+        let sweep = crate::book::figure_sweep::sweep_svg_path(book_dir, &file.slug());
+        if crate::book::figure_sweep::render_sweep(&file, &sweep)? {
+            paths.push(sweep);
+        }
+    }
+    crate::book::figure_banks::render_swizzle_banks(&crate::book::figure_banks::swizzle_banks_svg_path(book_dir))?;
+    Ok(paths)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::tests::{device, record_of};
+    use crate::run::results::tests::{device, record_of};
 
     fn file() -> ResultsFile {
         ResultsFile {
@@ -874,7 +900,7 @@ mod tests {
             .contains("No size sweep has been recorded yet"));
 
         // Swept: the figure and a table of the sweep records only, in the sweep's shape order.
-        let swept = LadderResults::new(vec![crate::figure_sweep::tests::synthetic()]);
+        let swept = LadderResults::new(vec![crate::book::figure_sweep::tests::synthetic()]);
         let figure = swept
             .expand("{{#ladder-sweep-figure}}", Path::new("results.md"))
             .unwrap();
@@ -927,7 +953,7 @@ mod tests {
 
     #[test]
     fn the_ladder_and_step_tables_leave_sweep_records_out() {
-        let pass = LadderResults::new(vec![crate::figure_sweep::tests::synthetic()]);
+        let pass = LadderResults::new(vec![crate::book::figure_sweep::tests::synthetic()]);
         let all = pass.expand("{{#ladder-table}}", Path::new("results.md")).unwrap();
         let rows: Vec<&str> = all.lines().filter(|l| l.starts_with("| NVIDIA H200 |")).collect();
         assert_eq!(rows.len(), 1, "only the plain run of step 10: {all}");

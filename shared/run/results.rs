@@ -4,10 +4,10 @@
 //! ran on. The book's tables and the ladder figure are generated from these files and from nothing
 //! else, so a number in the book can always be traced back to a run.
 
+use crate::check::problem::Shape;
+use crate::check::verify::Check;
+use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
-use crate::nvml::ClockSummary;
-use crate::problem::Shape;
-use crate::verify::Check;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -100,7 +100,7 @@ pub enum TimingMethod {
     #[default]
     Sequential,
     /// In one loop, the step and each reference launched in turn (A B A B …), so that all saw the
-    /// same clocks: see `shared/timing.rs`.
+    /// same clocks: see `shared/run/timing.rs`.
     Alternating,
 }
 
@@ -170,7 +170,7 @@ pub struct StepRecord {
 pub struct MxBaselines {
     /// How the inputs were quantized: [`MxBaselines::QUANTIZER`].
     pub quantizer: String,
-    /// The dequantize kernel (`shared/mx_dequant.cu`: e4m3 + blocked e8m0 → bf16) on A and on B,
+    /// The dequantize kernel (`shared/check/mx_dequant.cu`: e4m3 + blocked e8m0 → bf16) on A and on B,
     /// then cuBLAS bf16, timed together as one contender: what MX costs on Hopper without a fused
     /// kernel.
     pub dequantize_then_cublas_bf16: Timing,
@@ -189,7 +189,7 @@ pub struct MxBaselines {
 
 impl MxBaselines {
     pub const QUANTIZER: &'static str =
-        "OCP MX, FLOOR scales (shared/mx.rs), on the CPU; bf16 inputs with a per-block 2^-4..2^4 spread";
+        "OCP MX, FLOOR scales (shared/check/mx.rs), on the CPU; bf16 inputs with a per-block 2^-4..2^4 spread";
 }
 
 impl StepRecord {

@@ -2,29 +2,29 @@
 //! which kernel files, how they are launched); this file only lists them.
 
 use crate::error::{Error, Result};
-use crate::registry::Step;
+use crate::run::registry::Step;
 
-#[path = "../steps/step01_naive/step.rs"]
+#[path = "../../steps/step01_naive/step.rs"]
 pub mod step01_naive;
-#[path = "../steps/step02_smem_tiling/step.rs"]
+#[path = "../../steps/step02_smem_tiling/step.rs"]
 pub mod step02_smem_tiling;
-#[path = "../steps/step03_register_tiling/step.rs"]
+#[path = "../../steps/step03_register_tiling/step.rs"]
 pub mod step03_register_tiling;
-#[path = "../steps/step04_tma_mma/step.rs"]
+#[path = "../../steps/step04_tma_mma/step.rs"]
 pub mod step04_tma_mma;
-#[path = "../steps/step05_swizzle128/step.rs"]
+#[path = "../../steps/step05_swizzle128/step.rs"]
 pub mod step05_swizzle128;
-#[path = "../steps/step06_tma_store/step.rs"]
+#[path = "../../steps/step06_tma_store/step.rs"]
 pub mod step06_tma_store;
-#[path = "../steps/step07_multicast/step.rs"]
+#[path = "../../steps/step07_multicast/step.rs"]
 pub mod step07_multicast;
-#[path = "../steps/step08_pipeline/step.rs"]
+#[path = "../../steps/step08_pipeline/step.rs"]
 pub mod step08_pipeline;
-#[path = "../steps/step09_epilogue_double_buffer/step.rs"]
+#[path = "../../steps/step09_epilogue_double_buffer/step.rs"]
 pub mod step09_epilogue_double_buffer;
-#[path = "../steps/step10_persistent/step.rs"]
+#[path = "../../steps/step10_persistent/step.rs"]
 pub mod step10_persistent;
-#[path = "../steps/step11_mxfp8/step.rs"]
+#[path = "../../steps/step11_mxfp8/step.rs"]
 pub mod step11_mxfp8;
 
 /// The ladder, bottom rung first.

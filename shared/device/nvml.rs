@@ -2,7 +2,7 @@
 //!
 //! At large shapes an H100/H200 is power-limited: the driver lowers the SM clock until the board's
 //! power fits the limit, so the same kernel runs at different speeds from one second to the next. A
-//! ratio to cuBLAS means something only if both saw the same clocks (see [`crate::timing`]), and a
+//! ratio to cuBLAS means something only if both saw the same clocks (see [`crate::run::timing`]), and a
 //! reader can judge a TFLOPS figure only knowing the clock it was reached at. This module reads that
 //! clock: `libnvidia-ml.so.1` (shipped with the driver) is loaded at run time, the device is found by
 //! its PCI bus id (CUDA's device numbering and NVML's differ under `CUDA_VISIBLE_DEVICES`), and a host

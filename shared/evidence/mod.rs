@@ -12,11 +12,13 @@
 //! Counter names change between Nsight Compute versions and GPU families; [`QUANTITIES`] is the one
 //! table that maps what the book shows to the names ncu may use for it, in order of preference.
 
+pub mod timeline;
+
+use crate::check::problem::Shape;
+use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::problem::Shape;
-use crate::registry::KernelFile;
-use crate::results::StepRecord;
+use crate::run::registry::KernelFile;
+use crate::run::results::StepRecord;
 use cudarc::driver::sys::CUdevice_attribute_enum as DevAttr;
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use cudarc::driver::CudaFunction;
@@ -405,10 +407,10 @@ pub fn child_main_if_requested() -> Option<Result<()>> {
 
 fn run_child(request: ChildRequest) -> Result<()> {
     let gpu = Gpu::open()?;
-    let mut session = crate::session::Session::new(gpu, request.shape, request.seed)?;
+    let mut session = crate::run::session::Session::new(gpu, request.shape, request.seed)?;
     // One launch of the step's kernel on the first input set (an MXFP8 step's inputs are quantized
     // first; the launch is the same).
-    if crate::steps::get(request.step)?.format == crate::registry::Format::Mxfp8 {
+    if crate::run::steps::get(request.step)?.format == crate::run::registry::Format::Mxfp8 {
         session.mx_output_of(request.step)?;
     } else {
         session.kernel(request.step)?;
@@ -650,7 +652,7 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64) {
             shape: record.shape,
             seed,
         };
-        let kernel = crate::steps::get(record.step)
+        let kernel = crate::run::steps::get(record.step)
             .ok()
             .and_then(|s| s.kernels.iter().find(|k| k.path == record.kernel))
             .map(|k| k.entry)
@@ -807,13 +809,13 @@ mod tests {
 
     #[test]
     fn block_threads_from_defines_bounds_or_2d_blocks() {
-        for step in crate::steps::ALL {
+        for step in crate::run::steps::ALL {
             for file in step.kernels {
                 let threads = block_threads(file, Some(384));
                 assert!(threads.is_some(), "{}", file.path);
             }
         }
-        let step01 = crate::steps::get(1).unwrap();
+        let step01 = crate::run::steps::get(1).unwrap();
         let bm_bn: u32 = ["BM", "BN"]
             .iter()
             .map(|n| step01.kernels[0].defines.iter().find(|(d, _)| d == n).unwrap().1 as u32)

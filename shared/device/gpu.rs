@@ -1,9 +1,9 @@
 //! The GPU: discovery, its facts for the results file, and waiting on it with a deadline.
 
+use crate::device::libs;
+use crate::device::nvml::{self, Nvml};
 use crate::error::{Error, Result};
-use crate::libs;
-use crate::nvml::{self, Nvml};
-use crate::results::DeviceInfo;
+use crate::run::results::DeviceInfo;
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::sync::{Arc, OnceLock};
@@ -73,7 +73,7 @@ impl Gpu {
         let mut driver = 0;
         // SAFETY: one out-pointer to a live integer.
         unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
-        let nvrtc = crate::nvrtc::version()
+        let nvrtc = crate::device::nvrtc::version()
             .map(|(a, b)| format!("{a}.{b}"))
             .unwrap_or_else(|_| "absent".into());
         let info = DeviceInfo {

@@ -1,16 +1,16 @@
 //! The size sweep (`stepNN --sweep`, `ladder --sweep`): one step against cuBLAS over a fixed list of
 //! shapes, square and LLM-like. At every shape the step is verified exactly as a plain run verifies it
 //! (against its predecessor and cuBLAS bf16), then timed against cuBLAS in one alternating loop
-//! ([`crate::timing::measure`]), and recorded with `sweep: true`. The book draws the records as a
-//! figure of the ratio to cuBLAS per shape (`figures/sweep-<gpu>.svg`, [`crate::figure_sweep`]) and a
+//! ([`crate::run::timing::measure`]), and recorded with `sweep: true`. The book draws the records as a
+//! figure of the ratio to cuBLAS per shape (`figures/sweep-<gpu>.svg`, [`crate::book::figure_sweep`]) and a
 //! table (`{{#ladder-sweep-figure}}`, `{{#ladder-sweep-table}}`).
 
+use crate::check::problem::Shape;
+use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
-use crate::problem::Shape;
-use crate::registry::Step;
-use crate::results::{significant, StepRecord};
-use crate::session::{RunOptions, Session};
+use crate::run::registry::Step;
+use crate::run::results::{significant, StepRecord};
+use crate::run::session::{RunOptions, Session};
 use std::time::Instant;
 
 /// The shapes of the sweep, M×N×K, in the order they run and are drawn: square sizes from one that

@@ -16,7 +16,7 @@
 //! idles (and never re-boosts) between warm-up and measurement.
 //!
 //! Clocks. While the timed launches run, a host thread reads the SM clock, the power draw and whether
-//! the driver is capping power through NVML ([`crate::nvml`]); the summary is recorded with the step.
+//! the driver is capping power through NVML ([`crate::device::nvml`]); the summary is recorded with the step.
 //!
 //! L2. Every launch takes the next of several copies of the inputs (together at least three times
 //! the L2), so no launch finds its operands left in L2 by the one before.
@@ -25,11 +25,11 @@
 //! and every wait goes through [`gpu::wait_for`] with the hang deadline: a kernel that never finishes
 //! is reported as hung instead of blocking the host in a full launch queue.
 
+use crate::check::problem::Shape;
+use crate::device::gpu::{self, hang_deadline, Gpu};
+use crate::device::nvml::{ClockSummary, Sampler};
 use crate::error::{Error, Result};
-use crate::gpu::{self, hang_deadline, Gpu};
-use crate::nvml::{ClockSummary, Sampler};
-use crate::problem::Shape;
-use crate::results::Timing;
+use crate::run::results::Timing;
 use cudarc::driver::CudaEvent;
 use std::collections::VecDeque;
 use std::time::Duration;
