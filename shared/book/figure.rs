@@ -8,6 +8,7 @@ use super::svg::{
     draw_error, figures_dir, write_if_changed, CUBLAS_BF16, FONT, GRID, GRID_BOLD, INK, SERIES, TRANSPARENT,
 };
 use crate::error::Result;
+use crate::run::registry::Format;
 use crate::run::results::{significant, ResultsFile, StepRecord};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -369,15 +370,34 @@ fn draw_ladder(
             .iter()
             .filter_map(|(step, t)| data.x_of(*step).map(|i| (i as f64 + 0.5 + offset, *t)))
             .collect();
-        chart.draw_series(LineSeries::new(xy.clone(), colour.mix(0.5).stroke_width(1)))?;
+        // An MXFP8 step solves another problem (e4m3 in, fp32 out): hollow markers, not joined to the
+        // bf16 rungs.
+        let is_mx = |step: u8| crate::run::steps::get(step).is_ok_and(|s| s.format == Format::Mxfp8);
+        let (bf16_xy, mx_xy): (Vec<_>, Vec<_>) = points.iter().zip(&xy).partition(|((step, _), _)| !is_mx(*step));
+        let bf16_xy: Vec<(f64, f64)> = bf16_xy.into_iter().map(|(_, p)| *p).collect();
+        let mx_xy: Vec<(f64, f64)> = mx_xy.into_iter().map(|(_, p)| *p).collect();
+        chart.draw_series(LineSeries::new(bf16_xy.clone(), colour.mix(0.5).stroke_width(1)))?;
+        let hollow = colour.stroke_width(2);
+        match j % 3 {
+            0 => chart.draw_series(mx_xy.iter().map(|&p| Circle::new(p, 6, hollow)))?,
+            1 => chart.draw_series(mx_xy.iter().map(|&p| TriangleMarker::new(p, 8, hollow)))?,
+            _ => chart.draw_series(
+                mx_xy
+                    .iter()
+                    .map(|&p| EmptyElement::at(p) + Rectangle::new([(-6, -6), (6, 6)], hollow)),
+            )?,
+        };
         let style = colour.filled();
-        let points = xy.iter().copied();
+        let points = bf16_xy.iter().copied();
         let entry = match j % 3 {
             0 => chart.draw_series(points.map(|p| Circle::new(p, 5, style)))?,
             1 => chart.draw_series(points.map(|p| TriangleMarker::new(p, 7, style)))?,
             _ => chart.draw_series(points.map(|p| EmptyElement::at(p) + Rectangle::new([(-5, -5), (5, 5)], style)))?,
         };
-        let entry = entry.label(format!("this crate, {}", cube(*size)));
+        let entry = entry.label(format!(
+            "this crate, {} (hollow: MXFP8, e4m3 in, fp32 out)",
+            cube(*size)
+        ));
         match j % 3 {
             0 => entry.legend(move |(x, y)| Circle::new((x + 10, y), 5, style)),
             1 => entry.legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, style)),
