@@ -2,6 +2,7 @@
 //! times them, the command line, the size sweep, the printed report and the results file.
 
 pub mod cli;
+pub mod exercise;
 pub mod registry;
 pub mod report;
 pub mod results;
