@@ -4,6 +4,11 @@
 //! every anchored `{{#include}}` with the region's lines (the marker lines of any anchor dropped, as
 //! mdBook drops them) less the indentation they all share. Whole-file and line-range includes are
 //! left to mdBook.
+//!
+//! The timeline stamps of the warp-specialised kernels (`TIMELINE_STAMP(...)`, `TIMELINE_INIT()`,
+//! shared/cuda/timeline.cuh) sit at the ends of the lines whose events they mark and expand to nothing
+//! in the timed build; a listing shows the kernel without them (the timeline sections say where they
+//! are).
 
 use std::path::Path;
 
@@ -34,6 +39,18 @@ pub fn anchored<'a>(text: &'a str, name: &str) -> Option<Vec<&'a str>> {
         }
     }
     None
+}
+
+/// `line` without the timeline stamps at its end (see the module comment).
+pub fn without_stamps(line: &str) -> String {
+    let mut out = line.to_string();
+    for macro_name in ["TIMELINE_STAMP(", "TIMELINE_INIT("] {
+        while let Some(at) = out.find(macro_name) {
+            let Some(close) = out[at..].find(");") else { break };
+            out.replace_range(at..at + close + 2, "");
+        }
+    }
+    out.trim_end().to_string()
 }
 
 /// `lines` less the leading whitespace every non-blank one of them has.
@@ -68,7 +85,10 @@ pub fn dedent_anchor_includes(text: &str, base: &Path) -> String {
                 return None;
             }
             let source = std::fs::read_to_string(base.join(file)).ok()?;
-            anchored(&source, anchor).map(|lines| dedent(&lines))
+            anchored(&source, anchor).map(|lines| {
+                let clean: Vec<String> = lines.iter().map(|l| without_stamps(l)).collect();
+                dedent(&clean.iter().map(String::as_str).collect::<Vec<_>>())
+            })
         });
         out.push_str(&rest[..start]);
         match replacement {
@@ -86,6 +106,19 @@ mod tests {
     use super::*;
 
     const SOURCE: &str = "int f() {\n    // ANCHOR: body\n    if (x) {\n        y();\n        // ANCHOR: inner\n        z();\n        // ANCHOR_END: inner\n    }\n\n    // ANCHOR_END: body\n}\n// ANCHOR: bodyguard\nw();\n// ANCHOR_END: bodyguard\n";
+
+    #[test]
+    fn timeline_stamps_leave_the_listings() {
+        assert_eq!(
+            without_stamps("    origin(index, m0, n0); TIMELINE_STAMP(TL_TILE_START);"),
+            "    origin(index, m0, n0);"
+        );
+        assert_eq!(
+            without_stamps("const int tid = threadIdx.x; TIMELINE_INIT();"),
+            "const int tid = threadIdx.x;"
+        );
+        assert_eq!(without_stamps("a(); // no stamp"), "a(); // no stamp");
+    }
 
     #[test]
     fn anchored_regions_are_cut_and_dedented() {
