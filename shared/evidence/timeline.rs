@@ -355,7 +355,7 @@ pub fn gantt_svg(spans: &[Span], summary: &Summary, origin_ns: u64, end_ns: u64)
     const WIDTH: u32 = 1300;
     const ROW: u32 = 22;
     let rows = summary.sms_shown.len() * 3;
-    let height = 150 + ROW * rows as u32 + 70;
+    let height = 150 + ROW * rows as u32 + 150;
     let duration_us = ((end_ns.saturating_sub(origin_ns)) as f64 / 1e3).max(1e-3);
     let mut svg = String::new();
     {
@@ -424,7 +424,7 @@ fn draw_gantt(
         .margin_top(70)
         .margin_left(10)
         .margin_right(24)
-        .margin_bottom(70)
+        .margin_bottom(150)
         .x_label_area_size(40)
         .y_label_area_size(150)
         .build_cartesian_2d(0f64..duration_us, 0f64..rows as f64)?;
@@ -500,7 +500,9 @@ fn draw_gantt(
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::Coordinate(150, height as i32 - 150))
+        // Below the axis and its label, clear of both: the plotting area ends 40 + 150 pixels above
+        // the bottom edge.
+        .position(SeriesLabelPosition::Coordinate(150, height as i32 - 70 - 150 - 40 + 50))
         .margin(6)
         .label_font((FONT, 13))
         .background_style(WHITE.mix(0.95))
