@@ -1,0 +1,236 @@
+// Exercise 06.2 · find the bug.
+// Step 06's Hopper kernel with one planted bug in its epilogue. `exercise check 06.2` passes at the
+// ragged shapes and fails at the square one: find what only the TMA-store path gets wrong.
+//
+// Step 06 · tma_store (Hopper, sm_90a): the tile of C leaves through shared memory and the TMA.
+//
+// Step 05 wrote C straight from the wgmma fragments: every thread stored 4-byte pairs, and one warp's
+// store instruction touched 8 rows × 16 bytes, 8 partly used 32-byte sectors. Here the epilogue writes
+// the block's whole BM×BN tile of C into shared memory first, as bf16, and one thread hands it to the
+// TMA, which writes full rows of C to global memory (clipping at the edges of C by itself).
+//
+// Shared memory is written with stmatrix: one instruction stores four 8×8 bf16 matrices straight from
+// the MMA fragment layout, each lane naming the address of one row. The staging tile uses the same
+// 128-byte swizzle as the operand tiles (boxes of BM rows × 64 columns = 128 bytes), so the eight rows
+// of each 8×8 matrix fall into different banks, and the C tensor map is told the swizzle so the TMA
+// reads it back in order. The staging tile reuses the A and B tiles: the main loop ends with every
+// warp's wgmmas complete (wgmma_wait<0>, then a barrier), so nothing reads them any more.
+//
+// A TMA store needs C's rows to start on 16-byte boundaries (N % 8 == 0); otherwise the host has no
+// tensor map to give, and the kernel falls back to step 05's direct stores.
+//
+// The main loop is step 05's.
+#include "common.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "stmatrix.cuh"
+#include "wgmma.cuh"
+
+#ifndef BM
+#error "BM (rows of C per block) is set by step.rs"
+#endif
+#ifndef BN
+#error "BN (columns of C per block) is set by step.rs"
+#endif
+#ifndef BK
+#error "BK (depth of the K tile in shared memory) is set by step.rs"
+#endif
+#ifndef BLOCKS_PER_SM
+#error "BLOCKS_PER_SM (the occupancy the register budget is planned for) is set by step.rs"
+#endif
+#if !defined(A_DESC) || !defined(B_DESC)
+#error "A_DESC and B_DESC (wgmma descriptor templates, start address 0) are computed in step.rs"
+#endif
+
+enum : int {
+    THREADS = 128,                // one warpgroup
+    HALVES = BM / 64,             // wgmma is 64 rows tall: the warpgroup computes BM / 64 of them
+    SWIZZLE_BYTES = 128,          // one swizzled row: the whole K tile of one row, 64 bf16
+    A_TILE_BYTES = BM * SWIZZLE_BYTES,
+    B_TILE_BYTES = BN * SWIZZLE_BYTES,
+    C_BOX_COLUMNS = SWIZZLE_BYTES / 2,     // a TMA store box: BM rows × 64 bf16 (128 bytes)
+    C_BOX_BYTES = BM * SWIZZLE_BYTES,
+    C_BOXES = BN / C_BOX_COLUMNS,
+};
+static_assert(BM % 64 == 0 && HALVES >= 1 && HALVES <= 2, "one warpgroup computes 64 or 128 rows");
+static_assert(BN == 64 || BN == 128 || BN == 256, "wgmma n is one of 64, 128, 256 here");
+static_assert(BK * 2 == SWIZZLE_BYTES, "the K tile is one 128-byte swizzled row per matrix row");
+// The swizzle pattern repeats every 1024 bytes and is computed from address bits, so every tile must
+// start on a 1024-byte boundary: the A tile is BM × 128 bytes, a multiple of 1024 when BM % 8 == 0.
+static_assert(A_TILE_BYTES % 1024 == 0 && B_TILE_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
+static_assert(BN % C_BOX_COLUMNS == 0, "the tile of C is a whole number of 64-column store boxes");
+static_assert(C_BOX_BYTES * C_BOXES <= A_TILE_BYTES + B_TILE_BYTES, "the staging tile fits in the A and B tiles");
+
+// ANCHOR: kernel
+// __launch_bounds__(128, BLOCKS_PER_SM): with one K tile in flight per block, the tensor cores idle while
+// a block waits for its next tile unless another block on the same SM has one ready. Three blocks per
+// SM cap a thread at 65536 / (3 · 128) = 170, in practice 168 registers
+// (they are allocated in groups of 8): 128 accumulators plus addressing fit.
+// `c_map` describes C in boxes of BM rows × 64 columns with the 128-byte swizzle; it is only read when
+// `use_tma_store` is set (N % 8 == 0).
+extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const __grid_constant__ TensorMap a_map,
+                                                                         const __grid_constant__ TensorMap b_map,
+                                                                         const __grid_constant__ TensorMap c_map,
+                                                                         bf16* __restrict__ C, int M, int N, int K,
+                                                                         int use_tma_store) {
+    // Dynamic shared memory: A tile, B tile, then the barrier. The swizzled tiles need 1024-byte
+    // alignment; step.rs asks for 1 KiB extra so the start can be rounded up here.
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char* smem = smem_raw + ((1024 - (smem_address(smem_raw) & 1023)) & 1023);
+    bf16* a_tile = reinterpret_cast<bf16*>(smem);
+    bf16* b_tile = reinterpret_cast<bf16*>(smem + A_TILE_BYTES);
+    u64* loaded = reinterpret_cast<u64*>(smem + A_TILE_BYTES + B_TILE_BYTES);
+
+    const int tid = threadIdx.x;
+    const int m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * BN;
+
+    if (tid == 0) {
+        tma_prefetch_map(&a_map);
+        tma_prefetch_map(&b_map);
+        if (use_tma_store) tma_prefetch_map(&c_map);
+        mbarrier_init(loaded, 1);  // one arrival per phase: the thread that issues the copies
+        mbarrier_init_fence();
+    }
+    __syncthreads();
+
+    // ANCHOR: descriptors
+    // The descriptor templates from step.rs hold the layout (128B swizzle, SBO = 8 rows × 128 bytes =
+    // 1024); only the start address (bits 0..13, in 16-byte units) is added here.
+    //
+    // Inside a swizzled 128-byte row, the k16 slice s starts at byte 32·s: a plain +32 bytes per slice
+    // (+2 in the descriptor). That is right even though the slice's data are scattered by the XOR: the
+    // hardware applies the swizzle to the *final* address of every 16-byte chunk it reads, (start +
+    // row·128 + chunk·16) with bits 4..6 XORed by bits 7..9. Because each tile starts 1024-byte aligned,
+    // bits 7..9 of that address are exactly the row within its group of eight, as they were when the
+    // TMA wrote the chunk; and +32 only touches bits 5..6, below them. So the MMA finds each chunk where
+    // the TMA put it. The lower 64 rows of A start 64 · 128 bytes further on, also 1024-byte aligned.
+    const u64 a_desc0 = A_DESC | ((smem_address(a_tile) & 0x3FFFF) >> 4);
+    const u64 b_desc0 = B_DESC | ((smem_address(b_tile) & 0x3FFFF) >> 4);
+    auto a_desc = [&](int half, int slice) {
+        return a_desc0 + ((half * 64 * SWIZZLE_BYTES + slice * 32) >> 4);
+    };
+    auto b_desc = [&](int slice) {
+        return b_desc0 + ((slice * 32) >> 4);
+    };
+    // ANCHOR_END: descriptors
+
+    // The block's BM×BN tile of C: HALVES wgmma tiles of 64×BN, BN/2 fp32 per thread each.
+    float acc[HALVES][BN / 2];
+
+    const int k_tiles = (K + BK - 1) / BK;
+    u32 phase = 0;
+    for (int t = 0; t < k_tiles; ++t) {
+        // ANCHOR: tma_load
+        // One thread asks the TMA for the tile: one 2D box each of A and B, BM (BN) rows × 64 bf16, at
+        // (t·BK, m0). Parts past M, N or K arrive as zeros and count as bytes all the same.
+        if (tid == 0) {
+            mbarrier_arrive_expect_bytes(loaded, A_TILE_BYTES + B_TILE_BYTES);
+            tma_load_2d(a_tile, &a_map, loaded, t * BK, m0);
+            tma_load_2d(b_tile, &b_map, loaded, t * BK, n0);
+        }
+        // Everyone waits for the tile's bytes; the barrier's parity flips with every tile.
+        mbarrier_wait(loaded, phase);
+        phase ^= 1;
+        // ANCHOR_END: tma_load
+
+        // ANCHOR: mma
+        // BK/16 slices × HALVES wgmmas, issued back to back as one group; the first slice of the first
+        // tile overwrites the accumulators, everything after adds.
+        #pragma unroll
+        for (int h = 0; h < HALVES; ++h) wgmma_fence_operands(acc[h]);
+        wgmma_fence();
+        #pragma unroll
+        for (int s = 0; s < BK / 16; ++s) {
+            #pragma unroll
+            for (int h = 0; h < HALVES; ++h) {
+                Wgmma<BN>::mma(acc[h], a_desc(h, s), b_desc(s), (t > 0 || s > 0) ? 1 : 0);
+            }
+        }
+        wgmma_commit();
+        // Single stage: the next tile goes into the same shared memory, so the MMAs must have finished
+        // reading it, in every warp, before thread 0 starts the next copy.
+        wgmma_wait<0>();
+        #pragma unroll
+        for (int h = 0; h < HALVES; ++h) wgmma_fence_operands(acc[h]);
+        __syncthreads();
+        // ANCHOR_END: mma
+    }
+
+    // ANCHOR: epilogue
+    if (use_tma_store) {
+        // ANCHOR: stmatrix
+        // Registers -> shared memory, as bf16. One stmatrix.x4 stores a 16×16 patch of the warp's 16
+        // rows: 8×8 matrices (rows 0-7, columns 8j..), (rows 8-15, 8j..), (rows 0-7, 8j+8..) and
+        // (rows 8-15, 8j+8..), which are exactly the accumulator pairs d[4j .. 4j+7] (wgmma.cuh).
+        // Lane l names row l % 8 of matrix l / 8. Column chunk c (16 bytes, 8 columns) of the tile
+        // lies in store box c / 8, at chunk c % 8 of its 128-byte row, swizzled by the row.
+        unsigned char* staging = smem;  // the A and B tiles: the main loop is done with them
+        const u32 staging_address = smem_address(staging);
+        const int warp = tid / 32, lane = tid % 32;
+        const int matrix = lane / 8;
+        #pragma unroll
+        for (int h = 0; h < HALVES; ++h) {
+            const int row = 64 * h + 16 * warp + 8 * (matrix % 2) + lane % 8;
+            #pragma unroll
+            for (int j = 0; j < BN / 8; j += 2) {
+                const int chunk = j + matrix / 2;
+                const u32 address =
+                    staging_address + (chunk / 8) * C_BOX_BYTES + swizzle_128b_offset(row, chunk % 8);
+                stmatrix_x4(address, pack_bf16x2(acc[h][4 * j + 0], acc[h][4 * j + 1]),
+                            pack_bf16x2(acc[h][4 * j + 2], acc[h][4 * j + 3]),
+                            pack_bf16x2(acc[h][4 * j + 4], acc[h][4 * j + 5]),
+                            pack_bf16x2(acc[h][4 * j + 6], acc[h][4 * j + 7]));
+            }
+        }
+        // ANCHOR_END: stmatrix
+
+        // ANCHOR: tma_store
+        // The TMA reads shared memory through the async proxy: each thread orders its own stmatrix
+        // writes before it with a proxy fence, and the barrier makes all of them happen before thread 0
+        // issues the stores. One store per 64-column box; the parts outside C are not written.
+        fence_async_shared();
+        __syncthreads();
+        if (tid == 0) {
+            #pragma unroll
+            for (int b = 0; b < C_BOXES; ++b) {
+                tma_store_2d(&c_map, staging + b * C_BOX_BYTES, m0, n0 + b * C_BOX_COLUMNS);
+            }
+            tma_store_commit();
+            // The block's shared memory must outlive the copy: wait until the TMA has read it all.
+            // (Reading is enough; the writes to C complete on their own before the kernel is done.)
+            tma_store_wait_read<0>();
+        }
+        // ANCHOR_END: tma_store
+        return;
+    }
+
+    // N % 8 != 0: no tensor map for C. Step 05's direct stores.
+    // Registers -> C, as bf16, straight from the wgmma fragment (wgmma.cuh): each thread holds pairs of
+    // neighbouring columns, so a pair goes out as one 4-byte store when it is aligned (N even) and
+    // inside C; otherwise element by element. Rows and columns past M and N are skipped.
+    const WgmmaFragment frag(tid);
+    const bool pairs_ok = (N % 2) == 0;
+    #pragma unroll
+    for (int h = 0; h < HALVES; ++h) {
+        #pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const int col = n0 + frag.column + 8 * j;
+            #pragma unroll
+            for (int down = 0; down < 2; ++down) {
+                const int row = m0 + 64 * h + frag.row + 8 * down;
+                const float lo = acc[h][4 * j + 2 * down], hi = acc[h][4 * j + 2 * down + 1];
+                if (row >= M || col >= N) continue;
+                bf16* dst = C + (i64)row * N + col;
+                if (pairs_ok) {
+                    *reinterpret_cast<u32*>(dst) = pack_bf16x2(lo, hi);
+                } else {
+                    dst[0] = float_to_bf16(lo);
+                    if (col + 1 < N) dst[1] = float_to_bf16(hi);
+                }
+            }
+        }
+    }
+    // ANCHOR_END: epilogue
+}
+// ANCHOR_END: kernel
