@@ -1,0 +1,424 @@
+// Exercise 11.1 · find the bug.
+// Step 11's Hopper kernel with one planted bug in the conversion of an operand: `exercise check
+// 11.1` fails at every shape, but C is not garbage: it is wrong by powers of two, in some places.
+// Which elements of K does a K tile of 64 cover, and how many scales is that?
+//
+// Step 11 · mxfp8 (Hopper, sm_90a): an MXFP8 GEMM on a GPU without block-scaled MMA.
+//
+// A and B arrive as e4m3 bytes with one e8m0 scale per 32 elements along K (mx.cuh says what they
+// mean), C leaves as fp32. Hopper's fp8 wgmma multiplies e4m3 at twice the bf16 rate, but it knows only
+// one scale for a whole MMA; with a scale every 32 elements of K the partial sums of each 32-wide
+// block would have to be multiplied by their two scales on the CUDA cores, two fp32 instructions per
+// output per block, twice the tensor cores' own time (the chapter does the arithmetic). So this kernel
+// does the other thing: it turns every element into bf16 with its block's scale folded in, which is
+// exact (mx.cuh), and runs step 10's bf16 pipeline on the result. The conversion is paid once per
+// element per tile, on CUDA cores that the bf16 MMAs leave idle.
+//
+// What changes from step 10, which this kernel follows everywhere else (persistent clusters of two
+// along M, B multicast, the producer warpgroup, two consumer warpgroups of 64×256, the chunked
+// epilogue):
+//   - the ring holds e4m3 tiles: a K tile of 64 elements is 64 bytes a row, stored by the TMA with the
+//     64-byte swizzle, and each stage also gets the K tile's scales, copied by the producer as plain
+//     bulk copies of 512-byte blocks of the blocked scale layout (step.rs and shared/check/mx.rs say how it is
+//     laid out: 128 rows × 4 scales per block, row r's four at byte (r % 32)·16 + (r / 32)·4);
+//   - B goes through a converted copy: the consumers turn the stage's 256 rows of e4m3 B into a
+//     128-byte-swizzled bf16 tile (each consumer thread one row), which the wgmmas read with the usual
+//     descriptor. There are two such tiles: while the MMAs read one, the consumers fill the other with
+//     the next K tile;
+//   - A never becomes a bf16 tile in shared memory: each thread loads its own part of the e4m3 A tile
+//     with ldmatrix, converts it in registers and hands it to the wgmma as the register operand (RS);
+//   - the accumulators leave as fp32 (no rounding to bf16), in 64×32 chunks.
+//
+// One more trick makes the register operand cheap. The wgmma's A fragment wants, in each thread, the
+// elements k = 2t, 2t+1 and 2t+8, 2t+9 of a 16-wide K slice (t = lane % 4); ldmatrix on e4m3 bytes
+// delivers k = 4t .. 4t+3. A sum over k does not care in which order k is taken, as long as A and B
+// take the same order. So logical position p of a slice holds element k(p) = 4·(p/2 % 4) + p % 2
+// (+2 for p ≥ 8): A gets it from ldmatrix for free, and the B converter writes its bf16 row in the same
+// order (one byte permute per four elements).
+#include "common.cuh"
+#include "mbarrier.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "cluster.cuh"
+#include "warpgroup.cuh"
+#include "mx.cuh"
+
+#ifndef BM
+#error "BM (rows of C per block) is set by step.rs"
+#endif
+#ifndef BN
+#error "BN (columns of C per block) is set by step.rs"
+#endif
+#ifndef BK
+#error "BK (depth of the K tile in shared memory, in elements) is set by step.rs"
+#endif
+#ifndef STAGES
+#error "STAGES (depth of the ring of shared-memory tiles) is set by step.rs"
+#endif
+#ifndef CLUSTER_M
+#error "CLUSTER_M (blocks per cluster along M, sharing each B tile) is set by step.rs"
+#endif
+#ifndef GROUP_M
+#error "GROUP_M (tile-rows per group of the tile order) is set by step.rs"
+#endif
+#if !defined(PRODUCER_REGISTERS) || !defined(CONSUMER_REGISTERS)
+#error "PRODUCER_REGISTERS and CONSUMER_REGISTERS (setmaxnreg targets) are set by step.rs"
+#endif
+#ifndef B_DESC
+#error "B_DESC (wgmma descriptor template of the converted bf16 B tile, start address 0) is computed in step.rs"
+#endif
+
+enum : int {
+    CONSUMERS = 2,                       // consumer warpgroups, 64 rows of the tile each
+    THREADS = 128 * (1 + CONSUMERS),     // + the producer warpgroup
+    WG_ROWS = BM / CONSUMERS,            // rows of C per consumer: one wgmma tile of 64 rows
+    ROW_BYTES = BK,                      // an e4m3 row of the K tile: 64 bytes, 64-byte swizzle
+    A_TILE_BYTES = BM * ROW_BYTES,
+    B_TILE_BYTES = BN * ROW_BYTES,
+    B_SLICE_ROWS = BN / CLUSTER_M,       // the rows of B each block of the cluster loads for everyone
+    B_SLICE_BYTES = B_SLICE_ROWS * ROW_BYTES,
+    SCALE_BLOCK_ROWS = 128,              // the blocked scale layout: 128 rows × 4 scales = 512 bytes
+    SCALE_BLOCK_BYTES = 512,
+    A_SCALE_BLOCKS = BM / SCALE_BLOCK_ROWS,
+    B_SCALE_BLOCKS = BN / SCALE_BLOCK_ROWS,
+    SCALE_BYTES = 2048,                  // the stage's scale blocks (A: 1, B: 2), padded to keep 1024-byte alignment
+    STAGE_BYTES = A_TILE_BYTES + B_TILE_BYTES + SCALE_BYTES,
+    CLUSTER_MASK = (1 << CLUSTER_M) - 1,
+    BF16_ROW_BYTES = BK * 2,             // a converted bf16 row: 128 bytes, 128-byte swizzle
+    B_BF16_BYTES = BN * BF16_ROW_BYTES,
+    B_BF16_BUFFERS = 2,                  // one read by the MMAs while the next is filled
+    C_BOX_COLUMNS = 32,                  // a TMA store box: WG_ROWS rows × 32 fp32 (128 bytes)
+    C_BOX_BYTES = WG_ROWS * 128,
+    C_BOXES = BN / C_BOX_COLUMNS,
+    C_BUFFERS = 2,                       // staging buffers per consumer: one fills while one drains
+    C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
+    CONSUMER_BARRIER = 1,                // named barrier of the 256 consumer threads
+};
+static_assert(WG_ROWS == 64, "each consumer computes one 64-row wgmma tile");
+static_assert(BN == 256 && BN == CONSUMERS * 128, "one wgmma m64n256k16; each consumer thread converts one row of B");
+static_assert(BK == 64, "a K tile is two 32-element scale blocks, 64 bytes of e4m3 a row");
+static_assert((A_SCALE_BLOCKS + B_SCALE_BLOCKS) * SCALE_BLOCK_BYTES <= SCALE_BYTES, "the scales fit their room");
+static_assert(BM % SCALE_BLOCK_ROWS == 0 && BN % SCALE_BLOCK_ROWS == 0, "tiles cover whole blocks of scales");
+static_assert(A_TILE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0,
+              "tiles keep 1024-byte alignment");
+static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
+static_assert(PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * 128 * CONSUMERS <= 65536, "the register file");
+
+// Step 10's tile order.
+struct TileOrder {
+    int tiles_m, tiles_n;
+    __device__ __forceinline__ int count() const { return tiles_m * tiles_n; }
+    __device__ __forceinline__ void locate(int index, int& tile_m, int& tile_n) const {
+        const int per_group = GROUP_M * tiles_n;
+        const int group = index / per_group;
+        const int first_m = group * GROUP_M;
+        const int rows = min(GROUP_M, tiles_m - first_m);
+        const int within = index - group * per_group;
+        tile_m = first_m + within % rows;
+        tile_n = within / rows;
+    }
+};
+
+// ANCHOR: scale_of
+// The scale byte of `row` (0 .. 127 within its block of 128 rows) for 32-element block `block` (0 .. 3
+// within the block's 128 elements of K), in a 512-byte block of the blocked layout.
+__device__ __forceinline__ u32 scale_offset(int row, int block) {
+    return (row % 32) * 16 + (row / 32) * 4 + block;
+}
+// ANCHOR_END: scale_of
+
+// ANCHOR: kernel
+// __launch_bounds__(384, 1) as in step 10. The scales are plain pointers: the producer copies 512-byte
+// blocks of them with bulk copies, no tensor map.
+extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_constant__ TensorMap a_map,
+                                                              const __grid_constant__ TensorMap b_map,
+                                                              const __grid_constant__ TensorMap c_map,
+                                                              const unsigned char* __restrict__ scale_a,
+                                                              const unsigned char* __restrict__ scale_b,
+                                                              float* __restrict__ C, int M, int N, int K,
+                                                              int use_tma_store) {
+    // Dynamic shared memory: STAGES × (A tile, B tile, A scales, B scales), the converted bf16 B tiles,
+    // the staging buffers of C, then the barriers.
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char* smem = smem_raw + ((1024 - (smem_address(smem_raw) & 1023)) & 1023);
+    auto a_tile = [&](int stage) { return smem + stage * STAGE_BYTES; };
+    auto b_tile = [&](int stage) { return smem + stage * STAGE_BYTES + A_TILE_BYTES; };
+    auto a_scales = [&](int stage) { return smem + stage * STAGE_BYTES + A_TILE_BYTES + B_TILE_BYTES; };
+    auto b_scales = [&](int stage) { return a_scales(stage) + A_SCALE_BLOCKS * SCALE_BLOCK_BYTES; };
+    unsigned char* b_bf16 = smem + STAGES * STAGE_BYTES;
+    unsigned char* staging = b_bf16 + B_BF16_BUFFERS * B_BF16_BYTES;
+    u64* full = reinterpret_cast<u64*>(staging + C_STAGING_BYTES);
+    u64* empty = full + STAGES;
+
+    const int tid = threadIdx.x;
+    const int warpgroup = tid / 128;
+    const u32 rank = cluster_ctarank();
+    const int k_tiles = (K + BK - 1) / BK;
+    const int cluster = blockIdx.x / CLUSTER_M;
+    const int clusters = gridDim.x / CLUSTER_M;
+    const TileOrder order{(M + CLUSTER_M * BM - 1) / (CLUSTER_M * BM), (N + BN - 1) / BN};
+    auto origin = [&](int index, int& m0, int& n0) {
+        int tile_m, tile_n;
+        order.locate(index, tile_m, tile_n);
+        m0 = tile_m * CLUSTER_M * BM + rank * BM;
+        n0 = tile_n * BN;
+    };
+
+    if (tid == 0) {
+        tma_prefetch_map(&a_map);
+        tma_prefetch_map(&b_map);
+        if (use_tma_store) tma_prefetch_map(&c_map);
+        for (int s = 0; s < STAGES; ++s) {
+            mbarrier_init(&full[s], 1);
+            mbarrier_init(&empty[s], CONSUMERS * CLUSTER_M);
+        }
+        mbarrier_init_fence();
+    }
+    cluster_sync();
+
+    if (warpgroup == 0) {
+        // ANCHOR: producer
+        // Step 10's producer, plus the scales. The blocked layout stores the scales of 128 rows × 128
+        // elements of K as one 512-byte block; a K tile (64 elements) uses half of one, so each stage
+        // gets the whole block (the copy is tiny) and the consumers pick their half. Blocks of rows
+        // wholly past M or N do not exist in the scale arrays (they are padded to 128 rows only): those
+        // are not copied, and `full` expects fewer bytes.
+        setmaxnreg_dec<PRODUCER_REGISTERS>();
+        if (tid == 0) {
+            const int scale_blocks_k = (K / 32 + 3) / 4;           // 512-byte blocks along K
+            const int a_row_blocks = (M + SCALE_BLOCK_ROWS - 1) / SCALE_BLOCK_ROWS;
+            const int b_row_blocks = (N + SCALE_BLOCK_ROWS - 1) / SCALE_BLOCK_ROWS;
+            int it = 0;
+            for (int index = cluster; index < order.count(); index += clusters) {
+                int m0, n0;
+                origin(index, m0, n0);
+                for (int t = 0; t < k_tiles; ++t, ++it) {
+                    const int stage = it % STAGES;
+                    const u32 parity = (it / STAGES) & 1;
+                    mbarrier_wait(&empty[stage], parity ^ 1);
+                    const int kb = (t * BK) / 128;  // the 512-byte block column of this K tile
+                    u32 bytes = A_TILE_BYTES + B_TILE_BYTES;
+                    for (int i = 0; i < A_SCALE_BLOCKS; ++i) bytes += (m0 / 128 + i < a_row_blocks) ? 512 : 0;
+                    for (int i = 0; i < B_SCALE_BLOCKS; ++i) bytes += (n0 / 128 + i < b_row_blocks) ? 512 : 0;
+                    mbarrier_arrive_expect_bytes(&full[stage], bytes);
+                    tma_load_2d(a_tile(stage), &a_map, &full[stage], t * BK, m0);
+                    tma_load_2d_multicast(b_tile(stage) + rank * B_SLICE_BYTES, &b_map, &full[stage], t * BK,
+                                          n0 + rank * B_SLICE_ROWS, CLUSTER_MASK);
+                    for (int i = 0; i < A_SCALE_BLOCKS; ++i) {
+                        const int row_block = m0 / 128 + i;
+                        if (row_block < a_row_blocks) {
+                            bulk_load(a_scales(stage) + i * 512,
+                                      scale_a + ((i64)row_block * scale_blocks_k + kb) * 512, 512, &full[stage]);
+                        }
+                    }
+                    for (int i = 0; i < B_SCALE_BLOCKS; ++i) {
+                        const int row_block = n0 / 128 + i;
+                        if (row_block < b_row_blocks) {
+                            bulk_load(b_scales(stage) + i * 512,
+                                      scale_b + ((i64)row_block * scale_blocks_k + kb) * 512, 512, &full[stage]);
+                        }
+                    }
+                }
+            }
+        }
+        // ANCHOR_END: producer
+    } else {
+        setmaxnreg_inc<CONSUMER_REGISTERS>();
+        const int consumer = warpgroup - 1;
+        const int ctid = tid - 128 * warpgroup;
+        const int warp = ctid / 32, lane = ctid % 32;
+
+        auto release = [&](int stage) {
+            if (ctid == 0) {
+                for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);
+            }
+        };
+
+        // ANCHOR: convert_b
+        // Consumer thread `row` (0 .. 255 over both consumers) turns row `row` of the stage's e4m3 B tile
+        // into bf16 with its scales folded in, in the permuted K order, into a 128-byte-swizzled tile.
+        const int b_row = consumer * 128 + ctid;
+        auto convert_b = [&](int stage, int buffer, int t) {
+            const unsigned char* scales = b_scales(stage) + (b_row / 128) * 512;
+            const int block0 = ((t * BK) % 128) / 32;  // the K tile's first 32-element block within its 512 bytes
+            const u32 scale[2] = {e8m0_to_bf16x2(scales[scale_offset(b_row % 128, block0)]),
+                                  e8m0_to_bf16x2(scales[scale_offset(b_row % 128, block0)])};
+            const u32 source = smem_address(b_tile(stage));
+            const u32 destination = smem_address(b_bf16 + buffer * B_BF16_BYTES);
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) {  // 16 elements of K at a time: one k16 slice of the MMA
+                u32 w0, w1, w2, w3;
+                asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
+                             : "r"(source + swizzle_64b_offset(b_row, q)));
+                // Positions 0..7 of the slice hold k = 0, 1, 4, 5, 8, 9, 12, 13; positions 8..15 hold
+                // k = 2, 3, 6, 7, 10, 11, 14, 15 (the order ldmatrix gives A).
+                const u32 p0 = __byte_perm(w0, w1, 0x5410), p1 = __byte_perm(w2, w3, 0x5410);
+                const u32 p2 = __byte_perm(w0, w1, 0x7632), p3 = __byte_perm(w2, w3, 0x7632);
+                u32 v[8];
+                e4m3x4_to_bf16x4(p0, scale[q / 2], v[0], v[1]);
+                e4m3x4_to_bf16x4(p1, scale[q / 2], v[2], v[3]);
+                e4m3x4_to_bf16x4(p2, scale[q / 2], v[4], v[5]);
+                e4m3x4_to_bf16x4(p3, scale[q / 2], v[6], v[7]);
+                #pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int chunk = 2 * q + half;
+                    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(
+                                     destination + b_row * BF16_ROW_BYTES + ((chunk ^ (b_row % 8)) * 16)),
+                                 "r"(v[4 * half + 0]), "r"(v[4 * half + 1]), "r"(v[4 * half + 2]),
+                                 "r"(v[4 * half + 3])
+                                 : "memory");
+                }
+            }
+            // The MMAs read this tile through the async proxy.
+            fence_async_shared();
+        };
+        // ANCHOR_END: convert_b
+
+        // ANCHOR: convert_a
+        // This thread's A fragments for the four k16 slices of a K tile: ldmatrix gives, for rows
+        // g = lane / 4 and g + 8 of the warp's 16, the four elements k = 4t .. 4t+3 of each slice; the
+        // first two become a[0] (a[1] for row g + 8), the last two a[2] (a[3]).
+        const int g = lane / 4;
+        const int a_row = consumer * WG_ROWS + 16 * warp + g;  // row of the block's A tile; + 8 for a[1], a[3]
+        auto convert_a = [&](int stage, int t, u32 (&a)[4][4]) {
+            const unsigned char* scales = a_scales(stage);
+            const int block0 = ((t * BK) % 128) / 32;
+            u32 scale[2][2];  // [row g, g + 8][block]
+            #pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                #pragma unroll
+                for (int b = 0; b < 2; ++b) {
+                    scale[r][b] = e8m0_to_bf16x2(scales[scale_offset((a_row + 8 * r) % 128, block0 + b)]);
+                }
+            }
+            const u32 source = smem_address(a_tile(stage));
+            // Lane l names row l % 8 of matrix l / 8: matrices (rows g, slice s), (rows g + 8, slice s),
+            // (rows g, slice s + 1), (rows g + 8, slice s + 1).
+            const int matrix = lane / 8;
+            const int ld_row = consumer * WG_ROWS + 16 * warp + 8 * (matrix % 2) + lane % 8;
+            #pragma unroll
+            for (int pair = 0; pair < 2; ++pair) {
+                u32 r[4];
+                ldmatrix_x4(source + swizzle_64b_offset(ld_row, 2 * pair + matrix / 2), r[0], r[1], r[2], r[3]);
+                #pragma unroll
+                for (int m = 0; m < 4; ++m) {
+                    const int slice = 2 * pair + m / 2, row8 = m % 2;
+                    e4m3x4_to_bf16x4(r[m], scale[row8][slice / 2], a[slice][row8], a[slice][row8 + 2]);
+                }
+            }
+        };
+        // ANCHOR_END: convert_a
+
+        const u64 b_desc0 = B_DESC | ((smem_address(b_bf16) & 0x3FFFF) >> 4);
+        auto b_desc = [&](int buffer, int slice) {
+            return b_desc0 + ((buffer * B_BF16_BYTES + slice * 32) >> 4);
+        };
+
+        float acc[BN / 2];
+        u32 a[2][4][4];  // A fragments of two K tiles: one read by the MMAs while the next is converted
+
+        int it = 0;
+        for (int index = cluster; index < order.count(); index += clusters) {
+            int m0, n0;
+            origin(index, m0, n0);
+
+            // ANCHOR: consumer
+            // While the MMAs of K tile t run, the consumers convert K tile t + 1: its B into the other
+            // bf16 tile, its A into the other set of registers. The e4m3 stage can go back to the
+            // producer as soon as both are converted. The first K tile of a tile is converted before
+            // its loop.
+            auto convert = [&](int t, int next, u32 (&a_next)[4][4]) {
+                const int stage = next % STAGES;
+                mbarrier_wait(&full[stage], (next / STAGES) & 1);
+                convert_b(stage, next % B_BF16_BUFFERS, t);
+                convert_a(stage, t, a_next);
+                release(stage);
+            };
+            convert(0, it, a[0]);
+            named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS);
+            // K tile t's MMAs read a_now while K tile t + 1 is converted into a_next. The loop is
+            // unrolled by two so that which set is which is known at compile time: registers cannot be
+            // indexed at run time (the array would go to local memory).
+            auto mma_tile = [&](int t, u32 (&a_now)[4][4], u32 (&a_next)[4][4]) {
+                const int buffer = it % B_BF16_BUFFERS;
+                wgmma_fence_operands(acc);
+                wgmma_fence();
+                #pragma unroll
+                for (int s = 0; s < BK / 16; ++s) {
+                    WgmmaRs<BN>::mma(acc, a_now[s], b_desc(buffer, s), (t > 0 || s > 0) ? 1 : 0);
+                }
+                wgmma_commit();
+                if (t + 1 < k_tiles) convert(t + 1, it + 1, a_next);
+                wgmma_wait<0>();
+                wgmma_fence_operands(acc);
+                #pragma unroll
+                for (int s = 0; s < BK / 16; ++s) wgmma_fence_operands(a_now[s]);  // read until here
+                // Both halves of the next bf16 B tile are written, and both consumers' MMAs are done
+                // with this one, which K tile t + 2 overwrites.
+                named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS);
+                ++it;
+            };
+            for (int t = 0; t < k_tiles; t += 2) {
+                mma_tile(t, a[0], a[1]);
+                if (t + 1 < k_tiles) mma_tile(t + 1, a[1], a[0]);
+            }
+            // ANCHOR_END: consumer
+
+            // ANCHOR: epilogue
+            const int row0 = m0 + consumer * WG_ROWS;
+            if (use_tma_store) {
+                // Step 10's chunks, in fp32: a chunk is 64 rows × 32 columns (128-byte rows, 128-byte
+                // swizzle). The fragment's pairs (row, 8j + 2t .. + 1) go out as 8-byte stores.
+                unsigned char* my_staging = staging + consumer * C_BUFFERS * C_BOX_BYTES;
+                const u32 staging_address = smem_address(my_staging);
+                const WgmmaFragment frag(ctid);
+                #pragma unroll
+                for (int c = 0; c < C_BOXES; ++c) {
+                    const int buffer = c % C_BUFFERS;
+                    if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
+                    named_barrier_sync(2 + consumer, 128);
+                    #pragma unroll
+                    for (int j = 4 * c; j < 4 * c + 4; ++j) {
+                        #pragma unroll
+                        for (int down = 0; down < 2; ++down) {
+                            const int row = frag.row + 8 * down;
+                            const int column = (8 * j + frag.column) % C_BOX_COLUMNS;  // 0 .. 31 in the box
+                            const int chunk = column / 4;
+                            const u32 address = staging_address + buffer * C_BOX_BYTES + row * 128 +
+                                                ((chunk ^ (row % 8)) * 16) + (column % 4) * 4;
+                            asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address),
+                                         "f"(acc[4 * j + 2 * down]), "f"(acc[4 * j + 2 * down + 1])
+                                         : "memory");
+                        }
+                    }
+                    fence_async_shared();
+                    named_barrier_sync(2 + consumer, 128);
+                    if (ctid == 0) {
+                        tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
+                        tma_store_commit();
+                    }
+                }
+            } else {
+                // N % 4 != 0: no tensor map for C (rows of fp32 must start on 16 bytes). Direct stores.
+                const WgmmaFragment frag(ctid);
+                #pragma unroll
+                for (int j = 0; j < BN / 8; ++j) {
+                    const int col = n0 + frag.column + 8 * j;
+                    #pragma unroll
+                    for (int down = 0; down < 2; ++down) {
+                        const int row = row0 + frag.row + 8 * down;
+                        if (row >= M) continue;
+                        float* dst = C + (i64)row * N + col;
+                        if (col < N) dst[0] = acc[4 * j + 2 * down];
+                        if (col + 1 < N) dst[1] = acc[4 * j + 2 * down + 1];
+                    }
+                }
+            }
+            // ANCHOR_END: epilogue
+        }
+        if (use_tma_store && ctid == 0) tma_store_wait_read<0>();
+    }
+    cluster_sync();
+}
+// ANCHOR_END: kernel
