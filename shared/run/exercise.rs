@@ -7,6 +7,10 @@
 //! compiled and launched exactly as the step's own [`KernelFile`](crate::run::registry::KernelFile)
 //! (same entry, defines, launch function and shared memory); only the source is replaced.
 
+use crate::check::problem::Shape;
+use crate::run::registry::{Format, KernelFile, Step, Targets};
+use crate::run::steps;
+
 /// What the student does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -39,12 +43,113 @@ pub struct Exercise {
     pub prediction: Option<Prediction>,
 }
 
-/// The question of a predict-then-measure exercise.
+/// The question of a predict-then-measure exercise. `unit` decides what `exercise check` measures
+/// (see [`Quantity::of_unit`]): `"TFLOPS"`, `"ms"`, `"registers per thread"` or `"× the step's time"`
+/// (the student's kernel's median time over the step's own kernel's, timed in the same loop).
 #[derive(Debug)]
 pub struct Prediction {
     pub question: &'static str,
     pub unit: &'static str,
     pub chapter_answer: &'static str,
+}
+
+/// What a predict-then-measure exercise measures, named by its [`Prediction::unit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// The student's kernel's TFLOPS at the square shape.
+    Tflops,
+    /// Its median time at the square shape, in milliseconds.
+    Milliseconds,
+    /// Registers per thread of its compiled entry (the driver's figure; ptxas's without a GPU).
+    Registers,
+    /// Its median time over the step's own kernel's, timed in the same alternating loop.
+    TimeRatio,
+}
+
+impl Quantity {
+    /// The quantity a unit names: `TFLOPS…`, `ms…`, `register…`, or `×…`/`x …` (a time ratio).
+    pub fn of_unit(unit: &str) -> Option<Quantity> {
+        let unit = unit.trim();
+        if unit.starts_with("TFLOPS") {
+            Some(Quantity::Tflops)
+        } else if unit == "ms" || unit.starts_with("ms ") {
+            Some(Quantity::Milliseconds)
+        } else if unit.starts_with("register") {
+            Some(Quantity::Registers)
+        } else if unit.starts_with('×') || unit.starts_with("x ") {
+            Some(Quantity::TimeRatio)
+        } else {
+            None
+        }
+    }
+
+    /// Whether measuring it needs the timing loop.
+    pub fn needs_timing(&self) -> bool {
+        !matches!(self, Quantity::Registers)
+    }
+}
+
+impl Kind {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Kind::FillTheGap => "fill the gap",
+            Kind::FindTheBug => "find the bug",
+            Kind::PredictThenMeasure => "predict, then measure",
+        }
+    }
+}
+
+impl Exercise {
+    /// The step the exercise belongs to.
+    pub fn step_def(&self) -> &'static Step {
+        steps::get(self.step)
+            .unwrap_or_else(|_| panic!("exercise {} names step {}, which does not exist", self.id, self.step))
+    }
+
+    /// The step's own kernel file that the student's file replaces: the Hopper file where the step has
+    /// one (steps 04–11), else its CUDA-core file (steps 01–03).
+    pub fn kernel(&self) -> &'static KernelFile {
+        let step = self.step_def();
+        step.kernels
+            .iter()
+            .find(|k| k.targets == Targets::Hopper)
+            .or_else(|| step.kernels.iter().find(|k| k.targets == Targets::AnyGpu))
+            .unwrap_or_else(|| panic!("step {:02} has no Hopper or CUDA-core kernel", self.step))
+    }
+
+    /// `source`, named `path` in compiler messages, compiled and launched exactly as the step's own
+    /// kernel (same targets, entry, defines, shared memory and launch).
+    pub fn kernel_file(&self, path: &str, source: &str) -> KernelFile {
+        KernelFile {
+            path: path.to_string().leak(),
+            source: source.to_string().leak(),
+            ..*self.kernel()
+        }
+    }
+
+    /// The embedded starter, as a kernel file named by its path.
+    pub fn starter_file(&self) -> KernelFile {
+        KernelFile {
+            path: self.starter_path,
+            source: self.starter,
+            ..*self.kernel()
+        }
+    }
+
+    /// The marker every starter carries where the work is: `TODO(exercise 05.1)` or `exercise 05.1`.
+    pub fn marker(&self) -> String {
+        format!("exercise {}", self.id)
+    }
+
+    /// The shapes `exercise check` verifies at: the square one, and two ragged ones whose edges cut
+    /// through every tile size of the ladder (K a multiple of 32 for MXFP8, of 8 otherwise).
+    pub fn shapes(&self, square: usize) -> Vec<Shape> {
+        let ragged = match self.step_def().format {
+            Format::Bf16 => [Shape::new(257, 255, 520), Shape::new(97, 131, 72)],
+            Format::Mxfp8 => [Shape::new(257, 255, 544), Shape::new(97, 131, 96)],
+        };
+        vec![ragged[0], ragged[1], Shape::square(square)]
+    }
 }
 
 #[path = "../../steps/step01_naive/exercises/exercises.rs"]
@@ -100,4 +205,58 @@ pub fn find(id: &str) -> Option<&'static Exercise> {
         None => id.to_string(),
     };
     all().find(|e| e.id == normalized)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_name_their_step_and_lists_are_in_order() {
+        let mut seen = std::collections::HashSet::new();
+        for (i, list) in ALL.iter().enumerate() {
+            for (k, e) in list.iter().enumerate() {
+                assert_eq!(e.step as usize, i + 1, "{} is in step {:02}'s list", e.id, i + 1);
+                assert_eq!(
+                    e.id,
+                    format!("{:02}.{}", e.step, k + 1),
+                    "ids count from 1 in each step"
+                );
+                assert!(seen.insert(e.id), "{} twice", e.id);
+                assert!(!e.hints.is_empty(), "{} has no hint", e.id);
+                let folder = format!("steps/step{:02}_{}/exercises/", e.step, e.step_def().name);
+                assert!(
+                    e.starter_path.starts_with(&folder),
+                    "{} is not under {folder}",
+                    e.starter_path
+                );
+                let name = e.starter_path.rsplit('/').next().expect("a file name");
+                assert_eq!(e.solution_path, format!("tests/exercises/{name}"), "{}", e.id);
+                assert_eq!(
+                    e.prediction.is_some(),
+                    e.kind == Kind::PredictThenMeasure,
+                    "{}: a prediction exactly for predict-then-measure",
+                    e.id
+                );
+                if let Some(p) = &e.prediction {
+                    assert!(
+                        Quantity::of_unit(p.unit).is_some(),
+                        "{}: unknown unit {:?}",
+                        e.id,
+                        p.unit
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn find_accepts_both_spellings() {
+        if let Some(first) = all().next() {
+            assert_eq!(find(first.id).map(|e| e.id), Some(first.id));
+            let short = first.id.trim_start_matches('0');
+            assert_eq!(find(short).map(|e| e.id), Some(first.id));
+        }
+        assert!(find("99.9").is_none());
+    }
 }

@@ -634,8 +634,9 @@ impl Session {
             .ok_or_else(|| Error::Other("the MXFP8 inputs are not made yet".into()))
     }
 
-    /// An MXFP8 step's operands on input set `set`: e4m3 `A`, `B`, blocked scales, fp32 `C`.
-    fn mx_operands(&self, set: usize) -> Result<GemmOperands> {
+    /// An MXFP8 step's operands on input set `set`: e4m3 `A`, `B`, blocked scales, fp32 `C` (made by
+    /// the first MXFP8 run of this session, e.g. [`Session::run_mx_function`]).
+    pub fn mx_operands(&self, set: usize) -> Result<GemmOperands> {
         let mx = self.mx_state()?;
         let set = set % mx.a.len();
         Ok(GemmOperands {
