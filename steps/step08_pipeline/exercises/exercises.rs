@@ -49,7 +49,7 @@ pub const EXERCISES: &[Exercise] = &[
             "Two stages give a copy about one K tile of MMA time to land, three about two. Expect the tensor cores to wait part of every K tile: slower than the step, by a fraction rather than by half.",
         ],
         prediction: Some(Prediction {
-            question: "How many times step 08's own time (three stages) does the kernel with a two-stage ring take at the check's square shape?",
+            question: "How many times step 08's own time (three stages) does the kernel with a two-stage ring take at 4096³ (`exercise check 08.3 --size 4096`)?",
             unit: "× the step's time",
             chapter_answer: "Above 1×, by a modest fraction. The producer refills a stage when the consumers release it, one K tile behind (wgmma_wait<1>), so with two stages the copy of K tile t + 1 starts as the MMAs of tile t start and has one tile of MMA time to land: 2·128·256·64 = 4.2 Mflop, at about 990 TFLOPS / 132 SMs ≈ 7.5 TFLOPS an SM, about 0.56 µs. A TMA copy of a 48 KiB stage from L2 takes hundreds of clocks before its first bytes land, so some of that lead is used up every tile and the tensor cores idle for the rest; three stages give about two tiles (1.1 µs) of lead.",
         }),

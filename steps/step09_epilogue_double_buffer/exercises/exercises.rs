@@ -34,7 +34,7 @@ pub const EXERCISES: &[Exercise] = &[
             "Compare with step 08 (three stages, whole-tile epilogue): expect a ratio above 1, a good part of the way to step 08's time over step 09's.",
         ],
         prediction: Some(Prediction {
-            question: "How many times step 09's own time (four stages) does its kernel with three stages take at the check's square shape?",
+            question: "How many times step 09's own time (four stages) does its kernel with three stages take at 4096³ (`exercise check 09.2 --size 4096`)?",
             unit: "× the step's time",
             chapter_answer: "Above 1×: most of what step 09 gained over step 08. Halving the staging (2 consumers × 2 buffers × 8 KiB = 32 KiB instead of 64) and the 18 KiB step 08 left unused pay for a fourth 48 KiB stage: 4 · 48 + 32 + 1 = 225 KiB of the 227 a block may have. A block at 4096³ runs 64 K slices of main loop and one epilogue, so the double buffer's direct gain can only be small, while the deeper ring helps the main loop, which is most of the time; taking the stage away gives back the larger share.",
         }),

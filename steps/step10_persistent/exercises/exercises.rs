@@ -34,7 +34,7 @@ pub const EXERCISES: &[Exercise] = &[
             "17 against 21 slabs, 34 against 42 MiB a turn, both inside L2; what the SMs ask of L2 does not depend on the order. Predict a ratio close to 1.",
         ],
         prediction: Some(Prediction {
-            question: "How many times step 10's own time (GROUP_M = 8) does the row-major tile order (GROUP_M = 1) take at the check's square shape?",
+            question: "How many times step 10's own time (GROUP_M = 8) does the row-major tile order (GROUP_M = 1) take at 4096³ (`exercise check 10.2 --size 4096`)?",
             unit: "× the step's time",
             chapter_answer: "About 1×. At 4096³ there are 16 × 16 tiles and 66 clusters: a grouped turn (tiles 0–65) needs 8 slabs of A and 9 of B, 17 in all; a row-major turn four whole tile-rows and two tiles of a fifth, 5 of A and all 16 of B, 21. A slab is 256 rows × 4096 × 2 bytes = 2 MiB: 34 against 42 MiB a turn, both within the H200's 60 MiB of L2, and the traffic from L2 to the SMs (264 MiB a turn) is the same in both orders. At 8192³ a grouped turn needs 17 slabs of 4 MiB, a row-major one 35: about 2.1 bytes of DRAM per thousand flops, still a fraction of what DRAM delivers. Little difference at either size.",
         }),
