@@ -500,9 +500,9 @@ fn draw_gantt(
     }
     chart
         .configure_series_labels()
-        // Below the axis and its label, clear of both: the plotting area ends 40 + 150 pixels above
-        // the bottom edge.
-        .position(SeriesLabelPosition::Coordinate(150, height as i32 - 70 - 150 - 40 + 50))
+        // Below the time axis and its label, clear of both (the coordinate counts from the top of the
+        // figure; the axis's labels end about 140 pixels above its bottom edge).
+        .position(SeriesLabelPosition::Coordinate(150, height as i32 - 140))
         .margin(6)
         .label_font((FONT, 13))
         .background_style(WHITE.mix(0.95))
