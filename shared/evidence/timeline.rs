@@ -350,12 +350,16 @@ pub fn merge_for_drawing(spans: &[Span], min_gap_ns: u64) -> Vec<Span> {
     out
 }
 
+/// Rows of empty band under the SMs in the Gantt chart, where the legend goes.
+const LEGEND_ROWS: usize = 4;
+
 /// The Gantt chart of the shown SMs: SVG text, a pure function of its inputs.
+
 pub fn gantt_svg(spans: &[Span], summary: &Summary, origin_ns: u64, end_ns: u64) -> Result<String> {
     const WIDTH: u32 = 1300;
     const ROW: u32 = 22;
     let rows = summary.sms_shown.len() * 3;
-    let height = 150 + ROW * rows as u32 + 150;
+    let height = 150 + ROW * (rows as u32 + LEGEND_ROWS as u32) + 70;
     let duration_us = ((end_ns.saturating_sub(origin_ns)) as f64 / 1e3).max(1e-3);
     let mut svg = String::new();
     {
@@ -424,15 +428,16 @@ fn draw_gantt(
         .margin_top(70)
         .margin_left(10)
         .margin_right(24)
-        .margin_bottom(150)
+        .margin_bottom(70)
         .x_label_area_size(40)
         .y_label_area_size(150)
-        .build_cartesian_2d(0f64..duration_us, 0f64..rows as f64)?;
+        // An empty band of LEGEND_ROWS rows under the SMs holds the legend.
+        .build_cartesian_2d(0f64..duration_us, -(LEGEND_ROWS as f64)..rows as f64)?;
     let names = ["producer", "consumer 1", "consumer 2"];
     let label = |y: &f64| {
         let i = y.floor() as usize;
         let sm = summary.sms_shown.get(i / 3).copied().unwrap_or(0);
-        if (y - y.floor() - 0.5).abs() < 1e-6 && i < rows {
+        if *y >= 0.0 && (y - y.floor() - 0.5).abs() < 1e-6 && i < rows {
             format!("SM {sm} {}", names[i % 3])
         } else {
             String::new()
@@ -441,7 +446,7 @@ fn draw_gantt(
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels(rows * 2 + 1)
+        .y_labels((rows + LEGEND_ROWS) * 2 + 1)
         .y_label_formatter(&|y| label(y))
         .x_labels(12)
         .x_label_formatter(&|x| significant(*x, 3))
@@ -500,9 +505,7 @@ fn draw_gantt(
     }
     chart
         .configure_series_labels()
-        // Below the time axis and its label, clear of both (the coordinate counts from the top of the
-        // figure; the axis's labels end about 140 pixels above its bottom edge).
-        .position(SeriesLabelPosition::Coordinate(150, height as i32 - 140))
+        .position(SeriesLabelPosition::LowerLeft)
         .margin(6)
         .label_font((FONT, 13))
         .background_style(WHITE.mix(0.95))
