@@ -354,7 +354,6 @@ pub fn merge_for_drawing(spans: &[Span], min_gap_ns: u64) -> Vec<Span> {
 const LEGEND_ROWS: usize = 4;
 
 /// The Gantt chart of the shown SMs: SVG text, a pure function of its inputs.
-
 pub fn gantt_svg(spans: &[Span], summary: &Summary, origin_ns: u64, end_ns: u64) -> Result<String> {
     const WIDTH: u32 = 1300;
     const ROW: u32 = 22;
