@@ -203,10 +203,15 @@ impl Session {
         }
     }
 
-    /// Compiles and loads step `id` for this GPU (once), or says why it cannot run here.
+    /// Compiles and loads step `id` for this GPU (once), or says why it cannot run here. An MXFP8
+    /// step's inputs are quantized and uploaded here too, so that [`Session::launch`] serves it.
     pub fn kernel(&mut self, id: u8) -> Result<&LoadedKernel> {
         if !self.kernels.contains_key(&id) {
-            let loaded = load_kernel(&self.gpu, steps::get(id)?, self.shape)?;
+            let step = steps::get(id)?;
+            let loaded = load_kernel(&self.gpu, step, self.shape)?;
+            if step.format == Format::Mxfp8 {
+                self.ensure_mx()?;
+            }
             self.kernels.insert(id, loaded);
         }
         Ok(&self.kernels[&id])
