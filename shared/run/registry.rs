@@ -328,42 +328,63 @@ fn launch_maps_then(
     unsafe { launch_ex(function, stream, &launch, &mut params) }
 }
 
+impl Launch {
+    /// Calls `f` with the driver's form of this launch: a `CUlaunchConfig` on `stream` carrying the
+    /// cluster-dimension attribute (both live until `f` returns).
+    fn with_driver_config<T>(
+        &self,
+        stream: &CudaStream,
+        f: impl FnOnce(&cudarc::driver::sys::CUlaunchConfig) -> T,
+    ) -> T {
+        use cudarc::driver::sys;
+        let (x, y, z) = self.cluster;
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue {
+                clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
+            },
+        };
+        let c = &self.config;
+        let config = sys::CUlaunchConfig {
+            gridDimX: c.grid_dim.0,
+            gridDimY: c.grid_dim.1,
+            gridDimZ: c.grid_dim.2,
+            blockDimX: c.block_dim.0,
+            blockDimY: c.block_dim.1,
+            blockDimZ: c.block_dim.2,
+            sharedMemBytes: c.shared_mem_bytes,
+            hStream: stream.cu_stream(),
+            attrs: &mut attribute,
+            numAttrs: 1,
+        };
+        f(&config)
+    }
+
+    /// The one-line refusal when the GPU cannot `verb` a cluster of this launch.
+    fn refusal(&self, verb: &str) -> String {
+        let (x, y, z) = self.cluster;
+        format!(
+            "this GPU cannot {verb} clusters of {x}×{y}×{z} blocks of {} threads with {} bytes of shared memory",
+            self.config.block_dim.0, self.config.shared_mem_bytes
+        )
+    }
+}
+
 /// How many clusters of `launch`'s shape and resources can be resident on the GPU at once
 /// (`cuOccupancyMaxActiveClusters`): the grid a persistent kernel wants. The driver answers for the
 /// function's shared memory and registers and the GPU's layout of SMs into clusters.
 pub fn max_active_clusters(function: &CudaFunction, stream: &CudaStream, launch: &Launch) -> Result<u32> {
-    use cudarc::driver::sys;
-    let (x, y, z) = launch.cluster;
-    let mut attribute = sys::CUlaunchAttribute {
-        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-        pad: [0; 4],
-        value: sys::CUlaunchAttributeValue {
-            clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
-        },
-    };
-    let c = &launch.config;
-    let config = sys::CUlaunchConfig {
-        gridDimX: c.grid_dim.0,
-        gridDimY: c.grid_dim.1,
-        gridDimZ: c.grid_dim.2,
-        blockDimX: c.block_dim.0,
-        blockDimY: c.block_dim.1,
-        blockDimZ: c.block_dim.2,
-        sharedMemBytes: c.shared_mem_bytes,
-        hStream: stream.cu_stream(),
-        attrs: &mut attribute,
-        numAttrs: 1,
-    };
     let mut clusters: std::ffi::c_int = 0;
-    // SAFETY: `config` and its attribute live until the call returns; the function is loaded.
-    unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, function.cu_function(), &config) }
+    // SAFETY: the config and its attribute live until the call returns; the function is loaded.
+    launch
+        .with_driver_config(stream, |config| unsafe {
+            cudarc::driver::sys::cuOccupancyMaxActiveClusters(&mut clusters, function.cu_function(), config)
+        })
         .result()
         .map_err(Error::cuda("asking how many clusters fit on the GPU"))?;
     if clusters < 1 {
-        return Err(Error::Other(format!(
-            "this GPU cannot hold one cluster of {x}×{y}×{z} blocks of {} threads with {} bytes of shared memory",
-            c.block_dim.0, c.shared_mem_bytes
-        )));
+        return Err(Error::Other(launch.refusal("hold one of")));
     }
     Ok(clusters as u32)
 }
@@ -411,49 +432,27 @@ unsafe fn launch_ex(
     params: &mut [*mut c_void],
 ) -> Result<()> {
     use cudarc::driver::sys;
-    let (x, y, z) = launch.cluster;
-    let mut attribute = sys::CUlaunchAttribute {
-        id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-        pad: [0; 4],
-        value: sys::CUlaunchAttributeValue {
-            clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
-        },
-    };
-    let c = &launch.config;
-    let config = sys::CUlaunchConfig {
-        gridDimX: c.grid_dim.0,
-        gridDimY: c.grid_dim.1,
-        gridDimZ: c.grid_dim.2,
-        blockDimX: c.block_dim.0,
-        blockDimY: c.block_dim.1,
-        blockDimZ: c.block_dim.2,
-        sharedMemBytes: c.shared_mem_bytes,
-        hStream: stream.cu_stream(),
-        attrs: &mut attribute,
-        numAttrs: 1,
-    };
     stream
         .context()
         .bind_to_thread()
         .map_err(Error::cuda("binding the context"))?;
     // SAFETY: the caller guarantees `params`; the config and attribute live until the call returns.
-    let status = unsafe {
+    let status = launch.with_driver_config(stream, |config| unsafe {
         sys::cuLaunchKernelEx(
-            &config,
+            config,
             function.cu_function(),
             params.as_mut_ptr(),
             std::ptr::null_mut(),
         )
-    };
+    });
     match status {
         sys::CUresult::CUDA_SUCCESS => Ok(()),
         sys::CUresult::CUDA_ERROR_INVALID_CLUSTER_SIZE | sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
-            Err(Error::Other(format!(
-                "this GPU cannot launch clusters of {x}×{y}×{z} blocks of {} threads with {} bytes of shared memory ({status:?})",
-                c.block_dim.0, c.shared_mem_bytes
-            )))
+            Err(Error::Other(format!("{} ({status:?})", launch.refusal("launch"))))
         }
-        other => Err(Error::cuda("launching a kernel in clusters")(cudarc::driver::DriverError(other))),
+        other => Err(Error::cuda("launching a kernel in clusters")(
+            cudarc::driver::DriverError(other),
+        )),
     }
 }
 
