@@ -42,6 +42,15 @@ impl TmaSwizzle {
             TmaSwizzle::B64 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
         }
     }
+
+    /// The swizzle's span in bytes: a box's inner extent may not be wider (`None`: no limit).
+    fn span_bytes(self) -> Option<u64> {
+        match self {
+            TmaSwizzle::None => None,
+            TmaSwizzle::B128 => Some(128),
+            TmaSwizzle::B64 => Some(64),
+        }
+    }
 }
 
 /// The element type of a tensor map's matrix.
@@ -145,11 +154,8 @@ impl TiledMap<'_> {
                 "tensor map {name}: the box's inner extent is {inner_bytes} bytes; it must be a multiple of 16"
             ));
         }
-        if self.swizzle == TmaSwizzle::B128 && inner_bytes > 128 {
-            return Err(format!("tensor map {name}: with 128-byte swizzle the box's inner extent must be at most 128 bytes, not {inner_bytes}"));
-        }
-        if self.swizzle == TmaSwizzle::B64 && inner_bytes > 64 {
-            return Err(format!("tensor map {name}: with 64-byte swizzle the box's inner extent must be at most 64 bytes, not {inner_bytes}"));
+        if let Some(span) = self.swizzle.span_bytes().filter(|&span| inner_bytes > span) {
+            return Err(format!("tensor map {name}: with {span}-byte swizzle the box's inner extent must be at most {span} bytes, not {inner_bytes}"));
         }
         Ok(())
     }

@@ -384,7 +384,7 @@ pub fn max_active_clusters(function: &CudaFunction, stream: &CudaStream, launch:
         .result()
         .map_err(Error::cuda("asking how many clusters fit on the GPU"))?;
     if clusters < 1 {
-        return Err(Error::Other(launch.refusal("hold one of")));
+        return Err(Error::Other(launch.refusal("hold")));
     }
     Ok(clusters as u32)
 }
