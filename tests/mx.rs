@@ -2,7 +2,8 @@
 //! accumulation in any order) pass every comparison the harness makes, and wrong ones (a scale read
 //! from the wrong k-block, the scales ignored, an unwritten tile) are rejected by every one. On a GPU:
 //! the dequantize kernel is bit-exact, a naive MX kernel passes and its planted wrong-scale twin
-//! fails, and step 11 itself is verified at square and ragged shapes (this needs the real sm90.cu).
+//! fails, step 11 itself is verified at square and ragged shapes (this needs the real sm90.cu), and
+//! its cuBLASLt fp8 baseline runs and computes the product of the e4m3 bytes.
 
 mod common;
 
@@ -305,4 +306,41 @@ fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() {
     let mx = record.mx.expect("step 11 records its baselines");
     assert!(record.time.tflops > 0.0 && mx.dequantize_then_cublas_bf16.tflops > 0.0);
     println!("{mx:?}");
+}
+
+/// Step 11's fp8 baseline, cuBLASLt fp8 tensorwise, runs with fp32 C and computes the product of the
+/// e4m3 bytes (tensor scales of 1: the block scales play no part), checked against that product in
+/// f64. The bound is a bf16 output's ([`Bounds::gpu_vs_exact`]), not fp32's: Hopper's fp8 tensor
+/// cores add with fewer bits than fp32 between cuBLAS's promotions to fp32.
+#[test]
+fn on_the_gpu_cublaslt_fp8_tensorwise_gives_the_product_of_the_e4m3_bytes() {
+    use cudarc::driver::DevicePtr;
+    use gemm_ladder::device::cublas::{Fp8Output, Fp8Tensorwise};
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu_or_skip("cublaslt_fp8_tensorwise") else {
+        return;
+    };
+    if (gpu.major, gpu.minor) < (8, 9) {
+        eprintln!("cublaslt_fp8_tensorwise: skipped (fp8 tensor cores need compute capability 8.9)");
+        return;
+    }
+    let shape = Shape::new(256, 192, 1024);
+    let mx = MxInputs::from_inputs(&Inputs::generate(shape, 31));
+    let unscaled = |m: &mx::MxMatrix| mx::MxMatrix {
+        scales: vec![127; m.scales.len()],
+        ..m.clone()
+    };
+    let reference = mx::reference(&unscaled(&mx.a), &unscaled(&mx.b));
+    let stream = &gpu.stream;
+    let a = stream.clone_htod(&mx.a.elements).unwrap();
+    let b = stream.clone_htod(&mx.b.elements).unwrap();
+    let c = stream.alloc_zeros::<f32>(shape.m * shape.n).unwrap();
+    let fp8 = Fp8Tensorwise::new(stream.clone(), shape, Fp8Output::F32).unwrap_or_else(|e| panic!("{e}"));
+    fp8.gemm(a.device_ptr(stream).0, b.device_ptr(stream).0, c.device_ptr(stream).0)
+        .and_then(|_| gpu.finish("cuBLASLt fp8"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let got = stream.clone_dtoh(&c).unwrap();
+    let check = compare("e4m3 bytes in f64", &got, &reference, shape, &Bounds::gpu_vs_exact());
+    println!("cuBLASLt fp8 tensorwise {shape}: {check}");
+    assert!(check.passed, "{check}");
 }

@@ -143,15 +143,17 @@ pub struct Fp8Tensorwise {
     layouts: [lt::cublasLtMatrixLayout_t; 3],
     algo: lt::cublasLtMatmulAlgo_t,
     workspace: cudarc::driver::CudaSlice<u8>,
-    /// Two fp32 ones on the device: the tensor scales of A and B.
-    _scales: cudarc::driver::CudaSlice<f32>,
+    /// The tensor scales of A and B, an fp32 one each, each in its own allocation: cuBLASLt's
+    /// heuristic never sees the pointers, but `cublasLtMatmul` answers `NOT_SUPPORTED` for a scale
+    /// only 4-byte aligned (B's, when both shared one buffer), with fp32 and bf16 C alike.
+    _scales: [cudarc::driver::CudaSlice<f32>; 2],
     stream: Arc<CudaStream>,
 }
 
 use cudarc::cublaslt::sys as lt;
 
-/// The output type of the fp8 baseline. fp32 is step 11's; some cuBLASLt builds serve fp8 inputs only
-/// with a 16-bit output, so the session falls back to bf16 (into the same, larger, buffer) and says so.
+/// The output type of the fp8 baseline. fp32 is step 11's; where cuBLASLt refuses it, the session
+/// falls back to bf16 (into the same, larger, buffer) and says so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fp8Output {
     F32,
@@ -197,9 +199,12 @@ impl Fp8Tensorwise {
         let workspace = stream
             .alloc_zeros::<u8>(LT_WORKSPACE)
             .map_err(Error::cuda("allocating the cuBLASLt workspace"))?;
-        let scales = stream
-            .clone_htod(&[1.0f32, 1.0])
-            .map_err(Error::cuda("uploading the fp8 tensor scales"))?;
+        let scale = || {
+            stream
+                .clone_htod(&[1.0f32])
+                .map_err(Error::cuda("uploading an fp8 tensor scale"))
+        };
+        let scales = [scale()?, scale()?];
         let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
         let mut this = Fp8Tensorwise {
             output,
@@ -242,8 +247,8 @@ impl Fp8Tensorwise {
                 &nt as *const _ as *const c_void,
                 std::mem::size_of_val(&nt),
             )?;
-            let (scale_ptr, _sync) = this._scales.device_ptr(&this.stream);
-            let (a_scale, b_scale) = (scale_ptr, scale_ptr + 4);
+            let (a_scale, _sync_a) = this._scales[0].device_ptr(&this.stream);
+            let (b_scale, _sync_b) = this._scales[1].device_ptr(&this.stream);
             set(
                 lt::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
                 &a_scale as *const u64 as *const c_void,
