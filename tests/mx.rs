@@ -145,12 +145,12 @@ fn the_mx_shape_rule_is_one_line_before_any_launch() {
 }
 
 #[test]
-fn the_dequantize_kernel_compiles_and_assembles_for_every_gpu_it_claims() {
+fn the_test_kernels_compile_and_assemble_for_every_gpu_they_claim() {
     use gemm_ladder::device::nvrtc::{self, Output};
     if !common::nvrtc_or_skip("dequantize_kernel_compiles") {
         return;
     }
-    for file in [&mx::DEQUANT_KERNEL, &naive_kernel(false)] {
+    for file in [&mx::DEQUANT_KERNEL, &naive_kernel(false), &convert_kernel()] {
         for &arch in file.targets.claimed_archs() {
             let ptx = nvrtc::compile(file, arch, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
             nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}"));
@@ -261,6 +261,110 @@ fn on_the_gpu_the_dequantize_kernel_is_exact() {
     if let Some(i) = got.iter().zip(&expected).position(|(g, e)| g != e) {
         panic!("element {i}: {:#06x}, expected {:#06x}", got[i], expected[i]);
     }
+}
+
+/// tests/kernels/mx_convert.cu: shared/cuda/mx.cuh's conversion of every e4m3 byte with every scale.
+fn convert_kernel() -> KernelFile {
+    KernelFile {
+        path: "tests/kernels/mx_convert.cu",
+        source: include_str!("kernels/mx_convert.cu"),
+        targets: Targets::Hopper,
+        entry: "mx_convert",
+        defines: &[],
+        max_dynamic_smem: 0,
+        launch: |_, _, _| unreachable!("launched by its test"),
+    }
+}
+
+/// The conversion step 11's Hopper kernel uses is exact: every e4m3 byte (but the two NaN bytes, which
+/// the quantizer never makes) times every scale byte gives the bf16 nearest the exact MX value (which
+/// is that value whenever it lies in bf16's range), on the one-multiplication path for every scale
+/// byte up to 134 and on the two-multiplication path for every scale byte, 255 (NaN) included.
+#[test]
+fn on_the_gpu_the_conversion_is_exact_for_every_byte_and_scale() {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu_or_skip("conversion_is_exact") else {
+        return;
+    };
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    let (function, _) = session::load_file(&gpu, &convert_kernel()).unwrap_or_else(|e| panic!("{e}"));
+    let stream = &gpu.stream;
+    let out = stream.alloc_zeros::<u16>(2 * 256 * 256).unwrap();
+    let config = LaunchConfig {
+        grid_dim: (256, 1, 1),
+        block_dim: (64, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut args = stream.launch_builder(&function);
+    args.arg(&out);
+    // SAFETY: mx_convert(unsigned short*) writes 2 · 256 · 256 values.
+    unsafe { args.launch(config) }.unwrap();
+    let got = stream.clone_dtoh(&out).unwrap();
+    let mut checked = 0;
+    for (path, narrow) in [(0, true), (1, false)] {
+        for scale in 0..=255u8 {
+            if narrow && u32::from(scale) > 134 {
+                continue;
+            }
+            for byte in (0..=255u8).filter(|b| b & 0x7F != 0x7F) {
+                let exact = f64::from(mx::e4m3_to_f32(byte)) * mx::e8m0_to_f64(scale);
+                // Every such product is exact in f32 (or beyond its range), so one rounding to bf16 is right.
+                let expected = bf16::from_f32(exact as f32);
+                let bits = got[(path * 256 + scale as usize) * 256 + byte as usize];
+                let same = bits == expected.to_bits() || (expected.is_nan() && bf16::from_bits(bits).is_nan());
+                assert!(
+                    same,
+                    "{} path, byte {byte:#04x}, scale {scale}: {bits:#06x}, expected {:#06x} ({exact:e})",
+                    if narrow { "narrow" } else { "wide" },
+                    expected.to_bits()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, (135 + 256) * 254);
+}
+
+/// Step 11's kernel where some scales are wide (above 134: blocks whose largest element is 2^16 or
+/// more), so that some warps take the two-multiplication path in some K tiles and the others the one-
+/// multiplication path: rows of A and B scaled by 2^20 (exact in bf16) in a pattern that gives every
+/// consumer warp both kinds of K tile.
+#[test]
+fn on_the_gpu_step_11_is_exact_with_wide_scales() {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu_or_skip("step_11_wide_scales") else {
+        return;
+    };
+    let shape = Shape::new(520, 600, 384);
+    let mut inputs = Inputs::generate(shape, 77);
+    let widen = |values: &mut [bf16], rows_scaled: &dyn Fn(usize, usize) -> bool| {
+        for (i, v) in values.iter_mut().enumerate() {
+            let (row, k) = (i / shape.k, i % shape.k);
+            if rows_scaled(row, k) {
+                *v = bf16::from_f32(v.to_f32() * (1u32 << 20) as f32);
+            }
+        }
+    };
+    // A: every 37th row in its second K tile onwards; B: rows 64 .. 95 in K tiles 2 and 4 only.
+    widen(&mut inputs.a, &|row, k| row % 37 == 5 && k >= 64);
+    widen(&mut inputs.b, &|row, k| {
+        (64..96).contains(&row) && (k / 64 == 2 || k / 64 == 4)
+    });
+    let mx = MxInputs::from_inputs(&inputs);
+    let wide = mx.a.scales.iter().chain(&mx.b.scales).filter(|&&s| s > 134).count();
+    assert!(wide > 0, "the test needs scale bytes above 134");
+    let mut session = Session::with_inputs(gpu, inputs).unwrap_or_else(|e| panic!("{e}"));
+    let check_only = RunOptions {
+        check_only: true,
+        iters: None,
+    };
+    let outcome = session
+        .run_step(11, &check_only)
+        .unwrap_or_else(|e| panic!("step11 {shape}: {e}"));
+    for check in &outcome.checks {
+        println!("step11 {shape}, {wide} wide scales: {check}");
+    }
+    assert!(outcome.checks.len() == 4 && outcome.checks.iter().all(|c| c.passed));
 }
 
 /// Step 11's own kernel, verified like every step (against step 10 on the dequantized operands,

@@ -11,44 +11,73 @@
 #pragma once
 #include "common.cuh"
 
-// 2^(s − 127) as a pair of bf16, the form the conversion below multiplies by. A bf16 has fp32's 8
-// exponent bits and bias, so for s = 1 .. 254 the bits are s << 7; s = 0 is 2^−127, a bf16 subnormal
-// (0x0040); s = 255 is NaN, so the whole block becomes NaN, as the format says.
-__device__ __forceinline__ u32 e8m0_to_bf16x2(u32 s) {
-    const u32 bits = s == 0 ? 0x0040u : (s == 255 ? 0x7FC0u : s << 7);
-    return bits | (bits << 16);
-}
-
 __device__ __forceinline__ u32 bf16x2_mul(u32 a, u32 b) {
     u32 d;
     asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 }
 
-// ANCHOR: convert
-// Four e4m3 bytes (byte 0 lowest) times the block's scale (`scale`, from e8m0_to_bf16x2), as two bf16
-// pairs: `low` = (byte 0, byte 1), `high` = (byte 2, byte 3), the element at the lower address in the
-// lower half. No conversion instruction is used: the conversion units would be the bottleneck (one per
-// element, at a quarter of the FMA rate). Instead, integer operations place each byte's bits where a
-// bf16 keeps them:
+// ANCHOR: place
+// Four e4m3 bytes (byte 0 lowest) as two bf16 pairs, each value times 2^−120, with integer operations
+// only: `even` = (byte 0, byte 2), `odd` = (byte 1, byte 3), the lower byte in the lower half. The
+// conversion instruction (cvt … e4m3x2) gives f16, not bf16, and would need more work after it;
+// placing the bits is three instructions per pair:
 //   e4m3 s eeee mmm  (bias 7)  ->  bf16 s 0000eeee mmm0000  (bias 127)
-// which is the same number times 2^(7 − 127) = 2^−120, for normal and subnormal e4m3 alike (an e4m3
-// subnormal lands on a bf16 subnormal with the same mantissa) and for zero. Two exact bf16
-// multiplications, by 2^120 and by the scale, give the element's MX value: a power of two times at most
-// 4 significant bits, exact in bf16 whenever it lies in bf16's range.
-__device__ __forceinline__ void e4m3x4_to_bf16x4(u32 four, u32 scale, u32& low, u32& high) {
-    const u32 two_to_120 = 0x7B807B80u;  // 2^120 in both halves: exponent field 247
-    // Each byte into the upper half of its 16-bit lane: [b1 << 8 | b0 << 8], [b3 << 8 | b2 << 8].
-    const u32 lanes[2] = {__byte_perm(four, 0, 0x1404), __byte_perm(four, 0, 0x3424)};
-    u32 out[2];
-    #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        // Sign stays at bit 15; the other 7 bits move down by 4 (the mask drops the sign's copy).
-        const u32 bits = (lanes[i] & 0x80008000u) | ((lanes[i] >> 4) & 0x07F007F0u);
-        out[i] = bf16x2_mul(bf16x2_mul(bits, two_to_120), scale);
-    }
-    low = out[0];
-    high = out[1];
+// The byte permute copies each byte to the bottom of a 16-bit lane and fills the lane's top byte with
+// copies of its sign (selector nibbles with bit 3 set replicate the byte's sign); shifting left by 4
+// puts the sign at bit 15 and eeee mmm at bits 10..4, and the mask clears the sign's other copies (and
+// what the shift carried over from the lower lane). The bits read as the same number times
+// 2^(7 − 127) = 2^−120, for normal and subnormal e4m3 alike (an e4m3 subnormal lands on a bf16
+// subnormal with the same mantissa) and for zero. NaN bytes (0x7F, 0xFF) are not special-cased: the
+// quantizer saturates and never makes them.
+__device__ __forceinline__ u32 e4m3x2_place(u32 four, u32 selector) {
+    u32 lanes;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(lanes) : "r"(four), "r"(selector));
+    return (lanes << 4) & 0x87F087F0u;
+}
+__device__ __forceinline__ void e4m3x4_place(u32 four, u32& even, u32& odd) {
+    even = e4m3x2_place(four, 0xA280u);  // lanes: [sign(b2) b2 | sign(b0) b0]
+    odd = e4m3x2_place(four, 0xB391u);   // lanes: [sign(b3) b3 | sign(b1) b1]
+}
+// ANCHOR_END: place
+
+// ANCHOR: scale
+// What a block's placed elements are multiplied by to become e4m3 · 2^(s − 127), for its scale byte s.
+// Narrow scales (s ≤ 134, a block whose largest element is below 2^16: all ordinary data) take one
+// multiplication, by 2^(s − 127) · 2^120 = 2^(s − 7) as a bf16 pair: its exponent field s + 120 is a
+// normal bf16's, and one integer multiply-add writes it into both halves. A wider scale would overflow
+// that factor; such a block takes two multiplications, by 2^120 and then by 2^(s − 127), as a bf16
+// pair: s << 7 for s = 1 .. 254 (bf16's exponent field is e8m0 itself), 0x0040 for s = 0 (2^−127 is a
+// bf16 subnormal), a NaN for s = 255, so that a NaN scale poisons its block as the format says. Each
+// result is exact whenever the element's MX value lies in bf16's range, since it has at most 4
+// significant bits.
+__device__ __forceinline__ u32 narrow_scale_bf16x2(u32 s) { return s * 0x00800080u + 0x3C003C00u; }
+
+__device__ __forceinline__ u32 wide_scale_bf16x2(u32 s) {
+    const u32 bits = s == 0 ? 0x0040u : (s == 255 ? 0x7FC0u : s << 7);
+    return bits | (bits << 16);
+}
+
+constexpr u32 NARROW_SCALE_MAX = 134;
+
+// `wide` is meant to be known where these are inlined (a kernel calls its converter once with true and
+// once with false), so that each path compiles without a branch.
+__device__ __forceinline__ u32 scale_bf16x2(u32 s, bool wide) {
+    return wide ? wide_scale_bf16x2(s) : narrow_scale_bf16x2(s);
+}
+
+// A placed pair times its block's factor (from scale_bf16x2): the pair's MX values.
+__device__ __forceinline__ u32 apply_scale(u32 placed, u32 factor, bool wide) {
+    const u32 two_to_120 = 0x7B807B80u;  // exponent field 247 in both halves
+    return wide ? bf16x2_mul(bf16x2_mul(placed, two_to_120), factor) : bf16x2_mul(placed, factor);
+}
+
+// ANCHOR: convert
+// Four e4m3 bytes of one block as two bf16 pairs of MX values: (byte 0, byte 2) and (byte 1, byte 3).
+__device__ __forceinline__ void e4m3x4_to_bf16x4(u32 four, u32 factor, bool wide, u32& even, u32& odd) {
+    e4m3x4_place(four, even, odd);
+    even = apply_scale(even, factor, wide);
+    odd = apply_scale(odd, factor, wide);
 }
 // ANCHOR_END: convert
 
