@@ -165,7 +165,11 @@ fn emit(step: &Step, what: Emit, arch: Option<&str>, alternative: Option<&str>) 
                 Error::Usage(format!(
                     "{} has no alternative named {name:?} (it has: {})",
                     step.binary(),
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
                 ))
             })?;
             vec![&found.kernel]
@@ -283,7 +287,10 @@ pub fn step_main(id: u8) -> Result<()> {
     for shape in shapes {
         let mut session = Session::new(gpu.take().expect("one GPU per shape, returned below"), shape, seed)?;
         let outcome = session.run_step(id, &args.common.options())?;
-        report::print_checks(step, shape, &outcome.checks);
+        report::print_checks(&step.binary(), shape, &outcome.checks);
+        for (path, checks) in &outcome.alternatives {
+            report::print_checks(path, shape, checks);
+        }
         records.extend(outcome.record);
         gpu = Some(session.into_gpu());
     }

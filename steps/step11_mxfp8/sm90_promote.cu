@@ -17,7 +17,7 @@
 //     needs exactly one 512-byte tile of the blocked scale layout for A and one for B;
 //   - the tile is 128 × 128, each consumer 64 × 128: the accumulators and the scratch accumulators take
 //     2 × 64 registers a thread, as many as sm90.cu's 64 × 256 accumulators. A second scratch set, so
-//     that a consumer's MMA of block kb + 1 runs while it promotes block kb, does not fit the 232
+//     that a consumer's MMA of block kb + 1 runs while it promotes block kb, does not fit the 224
 //     registers a consumer thread has (ptxas spills and serializes the wgmmas); the two consumers
 //     overlap instead, one's MMA running while the other promotes;
 //   - the producer warpgroup's second warp turns each stage's scale bytes into fp32 factors, once, in a
@@ -84,7 +84,11 @@ static_assert(BM == 128 && BN == 128, "one 128-row tile of the blocked scale lay
 static_assert(BK == 128, "a K tile is one 128-byte row: four scale blocks, one 512-byte column of the scale layout");
 static_assert(STAGE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
 static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
-static_assert(PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * 128 * CONSUMERS <= 65536, "the register file");
+// setmaxnreg moves registers between the warpgroups of a block; it cannot add any. The block starts
+// with what ptxas gave every thread under __launch_bounds__(THREADS, 1): 65536 / THREADS, rounded down
+// to a multiple of 8 (168). A consumer's setmaxnreg.inc beyond that waits forever.
+static_assert(PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * 128 * CONSUMERS <= (65536 / THREADS) / 8 * 8 * THREADS,
+              "the registers the block is launched with");
 
 // Step 10's tile order.
 struct TileOrder {
