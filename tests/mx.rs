@@ -394,6 +394,12 @@ fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() {
             .run_step(11, &check_only)
             .unwrap_or_else(|e| panic!("step11 {shape}: {e}"));
         assert!(outcome.checks.len() == 4 && outcome.checks.iter().all(|c| c.passed));
+        // Design (a), sm90_promote.cu, verified beside the step's kernel with the same checks.
+        assert_eq!(outcome.alternatives.len(), 1, "{shape}");
+        assert!(outcome
+            .alternatives
+            .iter()
+            .all(|(_, c)| c.len() == 4 && c.iter().all(|c| c.passed)));
         println!(
             "step11 {shape}: {:?}",
             outcome.checks.iter().map(|c| c.rel_fro).collect::<Vec<_>>()
@@ -409,6 +415,8 @@ fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() {
     let record = outcome.record.expect("timed");
     let mx = record.mx.expect("step 11 records its baselines");
     assert!(record.time.tflops > 0.0 && mx.dequantize_then_cublas_bf16.tflops > 0.0);
+    let promote = record.alternatives.first().expect("step 11 records its alternative");
+    assert!(promote.name == "promote" && promote.time.tflops > 0.0 && promote.local_bytes == Some(0));
     println!("{mx:?}");
 }
 

@@ -10,6 +10,7 @@
 //! | `{{#ladder-figure}}`       | an image of `figures/ladder-<gpu>.svg` per results file          |
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
+//! | `{{#ladder-alternatives step11}}` | one row per alternative design timed with that step's runs |
 //!
 //! and the evidence directives of [`crate::book::evidence`] (`ladder-evidence stepNN`,
 //! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`).
@@ -259,6 +260,10 @@ impl LadderResults {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     table(&self.files, Some(id))
                 }
+                ("ladder-alternatives", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    alternatives_table(&self.files, id)
+                }
                 ("ladder-figure", []) => self.figure_links(chapter),
                 ("ladder-sweep-table", []) => sweep_table(&self.files),
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
@@ -281,7 +286,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
@@ -585,6 +590,83 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
     out
 }
 
+/// A step's alternative designs as Markdown: one row per alternative per (plain) record of the step,
+/// beside the step's own kernel from the same alternating loop, then their verification.
+pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
+    let rows: Vec<(&ResultsFile, &StepRecord)> = files
+        .iter()
+        .flat_map(|f| f.records.iter().map(move |r| (f, r)))
+        .filter(|(_, r)| !r.sweep && r.step == step && !r.alternatives.is_empty())
+        .collect();
+    if rows.is_empty() {
+        return format!(
+            "No alternative design of step {step:02} has been recorded on a GPU yet: `cargo run --release --bin step{step:02}` on a machine with an NVIDIA GPU times them with the step and records them here.\n"
+        );
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| GPU | shape | design | TFLOPS | × cuBLAS bf16 | the step's kernel, TFLOPS | × the step's kernel | registers | shared memory |"
+    );
+    let _ = writeln!(out, "|:---|:---|:---|---:|---:|---:|---:|---:|---:|");
+    for (file, r) in &rows {
+        for a in &r.alternatives {
+            let registers = match (a.registers, a.local_bytes) {
+                (None, _) => "—".to_string(),
+                (Some(n), Some(local)) if local > 0 => format!("{n} (+{local} B local)"),
+                (Some(n), _) => n.to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} (`{}`) | {} | {} | {} | {} | {registers} | {} |",
+                file.device.name,
+                shape_text(r),
+                a.name,
+                a.kernel.rsplit('/').next().unwrap_or(&a.kernel),
+                significant(a.time.tflops, 3),
+                significant(a.ratio_bf16, 3),
+                significant(r.time.tflops, 3),
+                significant(a.ratio_step, 3),
+                bytes_text(a.dynamic_smem_bytes as u64),
+            );
+        }
+    }
+    out.push('\n');
+    out.push_str(
+        "Each alternative was timed in its step's alternating loop, with the step's own kernel and cuBLAS \
+         (the step's table above gives their times and clocks), so all three ratios compare kernels that \
+         ran at the same clocks.\n\n",
+    );
+    let _ = writeln!(out, "Verification of every recorded alternative of step {step:02}:\n");
+    for (file, r) in &rows {
+        for a in &r.alternatives {
+            let checks: Vec<String> = a
+                .checks
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} {} (bound {}){}",
+                        c.against,
+                        error_text(c.rel_fro, 2),
+                        error_text(c.rel_fro_bound, 1),
+                        if c.passed { "" } else { " **failed**" }
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "- {}, {}, seed {}, {}: relative Frobenius error against {}.",
+                file.device.name,
+                shape_text(r),
+                r.seed,
+                a.name,
+                checks.join("; ")
+            );
+        }
+    }
+    out
+}
+
 /// `4096³`, or `M×N×K` when the shape is not a cube.
 fn shape_text(r: &StepRecord) -> String {
     let s = r.shape;
@@ -816,6 +898,46 @@ mod tests {
                 ("include x.cu:kernel", false)
             ]
         );
+    }
+
+    #[test]
+    fn alternatives_show_beside_their_step_and_say_when_there_are_none() {
+        let pass = LadderResults::new(vec![file()]);
+        let none = pass
+            .expand("{{#ladder-alternatives step11}}", Path::new("x.md"))
+            .unwrap();
+        assert!(none.contains("No alternative design of step 11"), "{none}");
+        let mut mx = record_of(11, "mxfp8", 4096, 0.35);
+        let mut time = mx.time.clone();
+        time.tflops = 182.0;
+        mx.alternatives.push(crate::run::results::AlternativeRecord {
+            name: "promote".into(),
+            design: "design (a)".into(),
+            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            time,
+            ratio_bf16: 0.227,
+            ratio_step: 0.464,
+            checks: mx.checks.clone(),
+            registers: Some(168),
+            dynamic_smem_bytes: 218 * 1024,
+            local_bytes: Some(0),
+        });
+        let mut with = file();
+        with.records.push(mx);
+        let pass = LadderResults::new(vec![with]);
+        let table = pass
+            .expand("{{#ladder-alternatives step11}}", Path::new("x.md"))
+            .unwrap();
+        assert!(
+            table.contains("| promote (`sm90_promote.cu`) | 182 | 0.227 |")
+                && table.contains("| 0.464 | 168 | 218 KiB |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("Verification of every recorded alternative of step 11"),
+            "{table}"
+        );
+        assert!(pass.expand("{{#ladder-alternatives}}", Path::new("x.md")).is_err());
     }
 
     #[test]

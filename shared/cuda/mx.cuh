@@ -11,6 +11,13 @@
 #pragma once
 #include "common.cuh"
 
+// 2^(s − 127) as an fp32, the factor design (a) promotes with (sm90_promote.cu): fp32 has bf16's
+// exponent field, so the bits are s << 23 for s = 1 .. 254; s = 0 is 2^−127, an fp32 subnormal
+// (0x00400000); s = 255 is NaN.
+__device__ __forceinline__ float e8m0_to_f32(u32 s) {
+    return __uint_as_float(s == 0 ? 0x00400000u : (s == 255 ? 0x7FC00000u : s << 23));
+}
+
 __device__ __forceinline__ u32 bf16x2_mul(u32 a, u32 b) {
     u32 d;
     asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));

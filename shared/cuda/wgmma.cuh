@@ -149,6 +149,29 @@ struct WgmmaRs<256> {
 };
 // ANCHOR_END: wgmma_rs
 
+// ANCHOR: wgmma_e4m3
+// wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3.e4m3: the fp8 MMA, twice the bf16 rate. A (64×32) and
+// B (N×32) are e4m3 bytes in shared memory behind descriptors, K-major (fp8 has no transpose: the
+// instruction takes no imm-trans operands), so a k32 slice is 32 bytes of a row, exactly as a k16 slice
+// of bf16: the same descriptors serve. D is fp32, as above; `accumulate` is the scale-d predicate.
+template <int N>
+struct WgmmaE4m3;
+
+template <>
+struct WgmmaE4m3<128> {
+    __device__ __forceinline__ static void mma(float (&d)[64], u64 a_desc, u64 b_desc, int accumulate) {
+        asm volatile(
+            "{\n"
+            ".reg .pred accumulate;\n"
+            "setp.ne.b32 accumulate, %66, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {" WGMMA_D64 "}, %64, %65, accumulate, 1, 1;\n"
+            "}\n"
+            : WGMMA_RW_32(d, 0), WGMMA_RW_32(d, 32)
+            : "l"(a_desc), "l"(b_desc), "r"(accumulate));
+    }
+};
+// ANCHOR_END: wgmma_e4m3
+
 #undef WGMMA_OPERANDS_10
 #undef WGMMA_D32
 #undef WGMMA_D64

@@ -5,7 +5,7 @@ use crate::device::arch::Arch;
 use crate::device::gpu::Gpu;
 use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
-use crate::run::registry::Step;
+use crate::run::registry::{KernelFile, Step};
 use crate::run::results::StepRecord;
 use crate::run::session::{RunOptions, Session};
 use crate::{book, device::libs, run::report, run::results, run::steps};
@@ -70,6 +70,10 @@ pub struct StepArgs {
     /// Only with --emit: a run always compiles for the GPU it runs on.
     #[arg(long)]
     pub arch: Option<String>,
+    /// With --emit: print this alternative design's kernel instead of the step's (step 11: promote).
+    /// A run verifies and times every alternative beside the step's kernel anyway.
+    #[arg(long, requires = "emit")]
+    pub alternative: Option<String>,
     /// Steps 08-10 on Hopper: build the kernel with timeline stamps (-DTIMELINE=1), check and time it
     /// against the plain build (the overhead), run it once at the first shape and draw what a few SMs
     /// did: figures/timeline-stepNN-<gpu>.svg and results/timelines/timeline-stepNN-<gpu>.json.
@@ -150,26 +154,45 @@ impl CommonArgs {
     }
 }
 
-/// `--emit`: compiles the step's kernel for the chosen architecture and prints PTX or SASS.
-fn emit(step: &Step, what: Emit, arch: Option<&str>) -> Result<()> {
+/// `--emit`: compiles the step's kernel (or its alternative `alternative`) for the chosen architecture
+/// and prints PTX or SASS.
+fn emit(step: &Step, what: Emit, arch: Option<&str>, alternative: Option<&str>) -> Result<()> {
+    let files: Vec<&KernelFile> = match alternative {
+        None => step.kernels.iter().collect(),
+        Some(name) => {
+            let found = step.alternatives.iter().find(|a| a.name == name).ok_or_else(|| {
+                let known: Vec<&str> = step.alternatives.iter().map(|a| a.name).collect();
+                Error::Usage(format!(
+                    "{} has no alternative named {name:?} (it has: {})",
+                    step.binary(),
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            })?;
+            vec![&found.kernel]
+        }
+    };
     let arch = match arch {
         Some(text) => Arch::parse(text)?,
         None => match Gpu::open() {
-            Ok(gpu) => step
-                .kernel_for_device(gpu.major, gpu.minor)
+            Ok(gpu) => files
+                .iter()
+                .find(|k| k.targets.serves(gpu.major, gpu.minor))
                 .map(|k| k.targets.arch_for_device(gpu.major, gpu.minor))
                 .unwrap_or(Arch::SM90),
             Err(_) => {
                 // Our lent GPUs are Hopper: emit what would run there.
-                let default = step.kernels[0].targets.arch_for_device(9, 0);
+                let default = files[0].targets.arch_for_device(9, 0);
                 eprintln!("no GPU: emitting for {default} (choose with --arch)");
                 default
             }
         },
     };
-    let file = step
-        .kernels
-        .iter()
+    let file = files
+        .into_iter()
         .find(|k| k.targets.compiles_for(arch))
         .ok_or_else(|| Error::Unsupported {
             step: step.binary(),
@@ -228,7 +251,7 @@ pub fn step_main(id: u8) -> Result<()> {
     args.check()?;
     let step = steps::get(id)?;
     if let Some(what) = args.emit {
-        return emit(step, what, args.arch.as_deref());
+        return emit(step, what, args.arch.as_deref(), args.alternative.as_deref());
     }
     let shapes = if args.common.sweep {
         crate::run::sweep::SHAPES.to_vec()
@@ -264,7 +287,10 @@ pub fn step_main(id: u8) -> Result<()> {
     for shape in shapes {
         let mut session = Session::new(gpu.take().expect("one GPU per shape, returned below"), shape, seed)?;
         let outcome = session.run_step(id, &args.common.options())?;
-        report::print_checks(step, shape, &outcome.checks);
+        report::print_checks(&step.binary(), shape, &outcome.checks);
+        for (path, checks) in &outcome.alternatives {
+            report::print_checks(path, shape, checks);
+        }
         records.extend(outcome.record);
         gpu = Some(session.into_gpu());
     }

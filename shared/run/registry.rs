@@ -153,6 +153,18 @@ pub struct KernelFile {
     pub launch: LaunchFn,
 }
 
+/// Another design of a step's kernel, kept beside the step's own to be measured against it: every run
+/// of the step verifies it with the step's checks (against the step's own kernel among them) and times
+/// it in the step's alternating loop, and the record keeps what it measured
+/// ([`crate::run::results::AlternativeRecord`]).
+pub struct Alternative {
+    /// Short name, for tables and `--emit … --alternative NAME`: `promote`.
+    pub name: &'static str,
+    /// One line: what the design does instead of the step's.
+    pub design: &'static str,
+    pub kernel: KernelFile,
+}
+
 /// A rung of the ladder.
 pub struct Step {
     /// 1 ..= 11; the binary is `step{id:02}`.
@@ -166,6 +178,8 @@ pub struct Step {
     /// What its operands and result are: bf16 (steps 01–10) or MXFP8 (step 11).
     pub format: Format,
     pub kernels: &'static [KernelFile],
+    /// Other designs of the step, verified and timed beside its kernel on the GPUs they serve.
+    pub alternatives: &'static [Alternative],
 }
 
 impl Step {
@@ -177,6 +191,13 @@ impl Step {
     /// The kernel file that serves a device of compute capability `major.minor`, if any.
     pub fn kernel_for_device(&self, major: u32, minor: u32) -> Option<&KernelFile> {
         self.kernels.iter().find(|k| k.targets.serves(major, minor))
+    }
+
+    /// The alternatives with a kernel for a device of compute capability `major.minor`.
+    pub fn alternatives_for_device(&self, major: u32, minor: u32) -> impl Iterator<Item = &Alternative> {
+        self.alternatives
+            .iter()
+            .filter(move |a| a.kernel.targets.serves(major, minor))
     }
 
     /// What this step can run on, for the refusal message.

@@ -2,7 +2,6 @@
 
 use crate::check::problem::Shape;
 use crate::check::verify::Check;
-use crate::run::registry::Step;
 use crate::run::results::StepRecord;
 use tabled::settings::Style;
 use tabled::{Table, Tabled};
@@ -27,11 +26,12 @@ struct CheckRow {
     result: String,
 }
 
-pub fn print_checks(step: &Step, shape: Shape, checks: &[Check]) {
+/// The checks of one kernel (`what`: `step11`, or an alternative's file) at `shape`, as a table.
+pub fn print_checks(what: &str, shape: Shape, checks: &[Check]) {
     let rows: Vec<CheckRow> = checks
         .iter()
         .map(|c| CheckRow {
-            what: format!("{} {shape}", step.binary()),
+            what: format!("{what} {shape}"),
             against: c.against.clone(),
             compared: c.compared,
             rel_fro: format!("{:.2e}", c.rel_fro),
@@ -136,6 +136,59 @@ pub fn print_results(records: &[StepRecord]) {
     if let Some(table) = mx_baselines_table(records) {
         println!("{table}");
     }
+    if let Some(table) = alternatives_table(records) {
+        println!("{table}");
+    }
+}
+
+#[derive(Tabled)]
+struct AlternativeRow {
+    #[tabled(rename = "step")]
+    step: String,
+    #[tabled(rename = "alternative")]
+    name: String,
+    #[tabled(rename = "M×N×K")]
+    shape: String,
+    #[tabled(rename = "median ms")]
+    ms: String,
+    #[tabled(rename = "TFLOPS")]
+    tflops: String,
+    #[tabled(rename = "× cuBLAS bf16")]
+    vs_bf16: String,
+    #[tabled(rename = "× the step's kernel")]
+    vs_step: String,
+    #[tabled(rename = "regs")]
+    regs: String,
+    #[tabled(rename = "local B")]
+    local: String,
+}
+
+/// The steps' alternative designs, each timed in its step's loop; `None` when no record has any.
+pub fn alternatives_table(records: &[StepRecord]) -> Option<String> {
+    let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
+    let rows: Vec<AlternativeRow> = records
+        .iter()
+        .flat_map(|r| {
+            r.alternatives.iter().map(move |a| AlternativeRow {
+                step: format!("{:02} {}", r.step, r.name),
+                name: format!("{} ({})", a.name, a.kernel),
+                shape: r.shape.to_string(),
+                ms: format!("{:.3}", a.time.median_ms),
+                tflops: format!("{:.1}", a.time.tflops),
+                vs_bf16: format!("{:.3}", a.ratio_bf16),
+                vs_step: format!("{:.3}", a.ratio_step),
+                regs: opt(a.registers),
+                local: opt(a.local_bytes),
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}\nAlternative designs, verified with the step's checks and timed in the step's own alternating loop.",
+        Table::new(rows).with(Style::rounded())
+    ))
 }
 
 #[derive(Tabled)]

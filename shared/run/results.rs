@@ -163,6 +163,33 @@ pub struct StepRecord {
     /// Written only when present, so other records read back unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mx: Option<MxBaselines>,
+    /// The step's alternative designs ([`crate::run::registry::Alternative`]), verified beside its
+    /// kernel and timed in the same loop. Written only when there are some.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<AlternativeRecord>,
+}
+
+/// What a step's run measured of one of its alternative designs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlternativeRecord {
+    /// `promote`.
+    pub name: String,
+    /// One line: what the design does instead of the step's.
+    pub design: String,
+    /// The kernel file, from the crate root.
+    pub kernel: String,
+    /// Timed in the step's alternating loop, with the step's kernel and cuBLAS.
+    pub time: Timing,
+    /// `time.tflops / cublas_bf16.tflops` of the record (the same loop's cuBLAS).
+    pub ratio_bf16: f64,
+    /// `time.tflops / time.tflops` of the step's own kernel: below 1, the step's design is faster.
+    pub ratio_step: f64,
+    /// The step's checks on its output, the step's own kernel among the references.
+    pub checks: Vec<Check>,
+    pub registers: Option<u32>,
+    pub dynamic_smem_bytes: u32,
+    /// Local memory per thread (register spills), in bytes.
+    pub local_bytes: Option<u32>,
 }
 
 /// The baselines an MXFP8 step is timed against besides cuBLAS bf16 on the dequantized operands.
@@ -492,6 +519,7 @@ pub(crate) mod tests {
             local_bytes: Some(0),
             profile: None,
             mx: None,
+            alternatives: Vec::new(),
         }
     }
 

@@ -12,7 +12,7 @@ use crate::device::nvml::ClockSummary;
 use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
 use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
-use crate::run::results::{MxBaselines, StepRecord, Timing, TimingMethod};
+use crate::run::results::{AlternativeRecord, MxBaselines, StepRecord, Timing, TimingMethod};
 use crate::run::timing::Contender;
 use crate::{run::steps, run::timing};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -59,11 +59,15 @@ pub struct StepTiming {
     pub warmup_ms: f64,
     /// For an MXFP8 step: the extra baselines timed in the same loop.
     pub mx: Option<MxBaselines>,
+    /// The step's alternatives loaded for this GPU ([`Session::alternatives`]), in their order.
+    pub alternatives: Vec<Timing>,
 }
 
 /// What one step's run produced.
 pub struct StepOutcome {
     pub checks: Vec<Check>,
+    /// Each alternative design's kernel path and checks, verified beside the step's own.
+    pub alternatives: Vec<(&'static str, Vec<Check>)>,
     pub record: Option<StepRecord>,
 }
 
@@ -90,6 +94,8 @@ pub struct Session {
     fp32: Option<Fp32Copies>,
     c: CudaSlice<u16>,
     kernels: HashMap<u8, LoadedKernel>,
+    /// Each step's alternative designs, compiled for this GPU, made with the step's kernel.
+    alternatives: HashMap<u8, Vec<LoadedKernel>>,
     outputs: HashMap<u8, Vec<bf16>>,
     cublas_output: Option<Vec<bf16>>,
     cpu_reference: Option<Reference>,
@@ -185,6 +191,7 @@ impl Session {
             fp32: None,
             c,
             kernels: HashMap::new(),
+            alternatives: HashMap::new(),
             outputs: HashMap::new(),
             cublas_output: None,
             cpu_reference: None,
@@ -215,12 +222,23 @@ impl Session {
         if !self.kernels.contains_key(&id) {
             let step = steps::get(id)?;
             let loaded = load_kernel(&self.gpu, step, self.shape)?;
+            let alternatives = step
+                .alternatives_for_device(self.gpu.major, self.gpu.minor)
+                .map(|a| load_kernel_file(&self.gpu, step, &a.kernel, self.shape))
+                .collect::<Result<Vec<_>>>()?;
             if step.format == Format::Mxfp8 {
                 self.ensure_mx()?;
             }
             self.kernels.insert(id, loaded);
+            self.alternatives.insert(id, alternatives);
         }
         Ok(&self.kernels[&id])
+    }
+
+    /// Step `id`'s alternative designs that serve this GPU, loaded with its kernel.
+    pub fn alternatives(&mut self, id: u8) -> Result<&[LoadedKernel]> {
+        self.kernel(id)?;
+        Ok(&self.alternatives[&id])
     }
 
     fn poison_c(&self) -> Result<()> {
@@ -340,11 +358,72 @@ impl Session {
             .kernels
             .get(&id)
             .ok_or_else(|| Error::Other(format!("step {id:02} is not loaded")))?;
+        self.launch_loaded(kernel, set)
+    }
+
+    /// Enqueues a loaded kernel of a step (its own or an alternative) on input set `set` of the step's
+    /// format.
+    fn launch_loaded(&self, kernel: &LoadedKernel, set: usize) -> Result<()> {
         let ops = match kernel.step.format {
             Format::Bf16 => self.operands(set),
             Format::Mxfp8 => self.mx_operands(set)?,
         };
         (kernel.file.launch)(&kernel.function, &self.gpu.stream, &ops)
+    }
+
+    /// The checks of a kernel that stands in for step `id`'s (an alternative design, a student's
+    /// exercise): `function` launched with `launch` on the step's inputs, compared with the step's own
+    /// kernel and cuBLAS bf16 (for MXFP8 also cuBLAS fp32-out and the exact MX product), with the
+    /// harness's bounds.
+    pub fn verify_beside(
+        &mut self,
+        id: u8,
+        function: &CudaFunction,
+        launch: LaunchFn,
+        what: &str,
+    ) -> Result<Vec<Check>> {
+        let step = steps::get(id)?;
+        let shape = self.shape;
+        match step.format {
+            Format::Bf16 => {
+                let got = self.run_function(function, launch, what)?;
+                let own = Reference::Bf16(self.output_of(id)?.to_vec());
+                let cublas = Reference::Bf16(self.cublas_output()?.to_vec());
+                Ok(vec![
+                    verify::compare(&step.binary(), &got, &own, shape, &Bounds::gpu_vs_gpu()),
+                    verify::compare("cuBLAS bf16", &got, &cublas, shape, &Bounds::gpu_vs_gpu()),
+                ])
+            }
+            Format::Mxfp8 => {
+                let got = self.run_mx_function(function, launch, what)?;
+                self.check_mx_output(Some(id), &got)
+            }
+        }
+    }
+
+    /// The names (kernel paths) of step `id`'s loaded alternatives and a launch on input set `i` for
+    /// each: contenders for the step's timing loop.
+    fn alternative_launches(&self, id: u8) -> (Vec<&'static str>, Vec<impl FnMut(usize) -> Result<()> + '_>) {
+        let loaded = self.alternatives.get(&id).map(Vec::as_slice).unwrap_or_default();
+        let names = loaded.iter().map(|k| k.file.path).collect();
+        let launches = loaded
+            .iter()
+            .map(|k| move |i: usize| self.launch_loaded(k, i))
+            .collect();
+        (names, launches)
+    }
+
+    /// [`Session::verify_beside`] for each of step `id`'s alternatives: their kernel paths and checks.
+    fn verify_alternatives(&mut self, id: u8) -> Result<Vec<(&'static str, Vec<Check>)>> {
+        let loaded: Vec<(&'static KernelFile, CudaFunction)> = self
+            .alternatives(id)?
+            .iter()
+            .map(|k| (k.file, k.function.clone()))
+            .collect();
+        loaded
+            .into_iter()
+            .map(|(file, function)| Ok((file.path, self.verify_beside(id, &function, file.launch, file.path)?)))
+            .collect()
     }
 
     /// Enqueues cuBLAS bf16 on input set `set`.
@@ -403,6 +482,7 @@ impl Session {
                 this.shape,
             )
         };
+        let (alternatives, mut alternative_launches) = this.alternative_launches(id);
         let mut contenders = vec![
             Contender {
                 name: &what,
@@ -419,8 +499,13 @@ impl Session {
                 launch: &mut sgemm,
             });
         }
+        for (launch, name) in alternative_launches.iter_mut().zip(&alternatives) {
+            contenders.push(Contender { name, launch });
+        }
         let measured = timing::measure(&this.gpu, this.shape, iters, &mut contenders)?;
-        let mut timings = measured.timings.into_iter();
+        let mut timings = measured.timings;
+        let alternative_timings = timings.split_off(timings.len() - alternatives.len());
+        let mut timings = timings.into_iter();
         let (Some(step), Some(cublas_bf16)) = (timings.next(), timings.next()) else {
             return Err(Error::Other(format!("{what}: the timing loop lost a contender")));
         };
@@ -431,21 +516,31 @@ impl Session {
             clocks: measured.clocks,
             warmup_ms: measured.warmup_ms,
             mx: None,
+            alternatives: alternative_timings,
         })
     }
 
     /// The whole contract for one step: compile, verify, and unless `check_only`, time and describe.
     pub fn run_step(&mut self, id: u8, options: &RunOptions) -> Result<StepOutcome> {
         let checks = self.verify(id)?;
+        let binary = steps::get(id)?.binary();
         if let Some(failed) = checks.iter().find(|c| !c.passed) {
-            crate::run::report::print_checks(steps::get(id)?, self.shape, &checks);
-            return Err(Error::Verification(verify::failure_line(
-                &steps::get(id)?.binary(),
-                failed,
-            )));
+            crate::run::report::print_checks(&binary, self.shape, &checks);
+            return Err(Error::Verification(verify::failure_line(&binary, failed)));
+        }
+        let alternatives = self.verify_alternatives(id)?;
+        for (path, alternative_checks) in &alternatives {
+            if let Some(failed) = alternative_checks.iter().find(|c| !c.passed) {
+                crate::run::report::print_checks(path, self.shape, alternative_checks);
+                return Err(Error::Verification(verify::failure_line(path, failed)));
+            }
         }
         if options.check_only {
-            return Ok(StepOutcome { checks, record: None });
+            return Ok(StepOutcome {
+                checks,
+                alternatives,
+                record: None,
+            });
         }
         let StepTiming {
             step: time,
@@ -454,7 +549,33 @@ impl Session {
             clocks,
             warmup_ms,
             mx,
+            alternatives: alternative_timings,
         } = self.time_step(id, options.iters)?;
+        let alternative_records = self.alternatives[&id]
+            .iter()
+            .zip(alternative_timings)
+            .zip(&alternatives)
+            .map(|((loaded, timing), (_, checks))| {
+                let design = loaded
+                    .step
+                    .alternatives
+                    .iter()
+                    .find(|a| a.kernel.path == loaded.file.path)
+                    .expect("loaded from the step's list");
+                AlternativeRecord {
+                    name: design.name.to_string(),
+                    design: design.design.to_string(),
+                    kernel: loaded.file.path.to_string(),
+                    ratio_bf16: timing.tflops / cublas_bf16.tflops,
+                    ratio_step: timing.tflops / time.tflops,
+                    time: timing,
+                    checks: checks.clone(),
+                    registers: loaded.registers,
+                    dynamic_smem_bytes: loaded.file.max_dynamic_smem,
+                    local_bytes: loaded.local_bytes,
+                }
+            })
+            .collect();
         let kernel = &self.kernels[&id];
         let record = StepRecord {
             step: id,
@@ -487,9 +608,11 @@ impl Session {
                 ncu: None,
             }),
             mx,
+            alternatives: alternative_records,
         };
         Ok(StepOutcome {
             checks,
+            alternatives,
             record: Some(record),
         })
     }
@@ -504,6 +627,17 @@ pub fn load_kernel(gpu: &Gpu, step: &'static Step, shape: Shape) -> Result<Loade
             needs: step.needs(),
             found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
         })?;
+    load_kernel_file(gpu, step, file, shape)
+}
+
+/// Compiles `file` (step's own kernel or one of its alternatives), loads it, and reads its resource
+/// figures.
+pub fn load_kernel_file(
+    gpu: &Gpu,
+    step: &'static Step,
+    file: &'static KernelFile,
+    shape: Shape,
+) -> Result<LoadedKernel> {
     step.format.check(shape, &step.binary())?;
     let started = Instant::now();
     let (function, arch) = load_file(gpu, file)?;
@@ -785,13 +919,14 @@ impl Session {
         let shape = self.shape;
         let mut checks = Vec::new();
         if let Some(previous) = predecessor {
-            let against = format!("step{previous:02} (dequantized)");
             let check = match steps::get(previous)?.format {
                 Format::Bf16 => {
+                    let against = format!("step{previous:02} (dequantized)");
                     let reference = Reference::Bf16(self.output_on_dequantized(previous)?.to_vec());
                     verify::compare(&against, got, &reference, shape, &Bounds::f32_vs_bf16())
                 }
                 Format::Mxfp8 => {
+                    let against = format!("step{previous:02}");
                     let reference =
                         Reference::F64(self.mx_output_of(previous)?.iter().map(|&v| f64::from(v)).collect());
                     verify::compare(&against, got, &reference, shape, &Bounds::f32_vs_f32())
@@ -891,6 +1026,7 @@ impl Session {
                 Err(why) => Err(Error::Other(why.clone())),
             }
         };
+        let (alternatives, mut alternative_launches) = this.alternative_launches(id);
         let mut contenders = vec![
             Contender {
                 name: &what,
@@ -911,8 +1047,13 @@ impl Session {
                 launch: &mut tensorwise,
             });
         }
+        for (launch, name) in alternative_launches.iter_mut().zip(&alternatives) {
+            contenders.push(Contender { name, launch });
+        }
         let measured = timing::measure(&this.gpu, shape, iters, &mut contenders)?;
-        let mut timings = measured.timings.into_iter();
+        let mut timings = measured.timings;
+        let alternative_timings = timings.split_off(timings.len() - alternatives.len());
+        let mut timings = timings.into_iter();
         let (Some(step), Some(cublas_bf16), Some(dequantized)) = (timings.next(), timings.next(), timings.next())
         else {
             return Err(Error::Other(format!("{what}: the timing loop lost a contender")));
@@ -934,6 +1075,7 @@ impl Session {
             clocks: measured.clocks,
             warmup_ms: measured.warmup_ms,
             mx: Some(baselines),
+            alternatives: alternative_timings,
         })
     }
 }

@@ -10,7 +10,7 @@
 use clap::{Parser, Subcommand};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use gemm_ladder::check::problem::Shape;
-use gemm_ladder::check::verify::{self, Bounds, Check, Reference};
+use gemm_ladder::check::verify::{self, Check};
 use gemm_ladder::device::gpu::Gpu;
 use gemm_ladder::device::nvrtc::{self, Output};
 use gemm_ladder::error::{exit_with, Error, Result};
@@ -617,23 +617,7 @@ fn verify_at(
     file: &KernelFile,
     what: &str,
 ) -> Result<Vec<Check>> {
-    let step = ex.step_def();
-    let shape = session.shape;
-    match step.format {
-        Format::Bf16 => {
-            let got = session.run_function(function, file.launch, what)?;
-            let own = Reference::Bf16(session.output_of(step.id)?.to_vec());
-            let cublas = Reference::Bf16(session.cublas_output()?.to_vec());
-            Ok(vec![
-                verify::compare(&step.binary(), &got, &own, shape, &Bounds::gpu_vs_gpu()),
-                verify::compare("cuBLAS bf16", &got, &cublas, shape, &Bounds::gpu_vs_gpu()),
-            ])
-        }
-        Format::Mxfp8 => {
-            let got = session.run_mx_function(function, file.launch, what)?;
-            session.check_mx_output(Some(step.id), &got)
-        }
-    }
+    session.verify_beside(ex.step, function, file.launch, what)
 }
 
 /// The student's kernel, the step's own and cuBLAS bf16 in one alternating loop at `shape`.

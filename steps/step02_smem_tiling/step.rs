@@ -30,6 +30,7 @@ pub const STEP: Step = Step {
         max_dynamic_smem: 0,
         launch,
     }],
+    alternatives: &[],
 };
 
 fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {

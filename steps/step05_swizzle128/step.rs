@@ -140,4 +140,5 @@ pub const STEP: Step = Step {
     predecessor: Some(4),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
+    alternatives: &[],
 };

@@ -159,4 +159,5 @@ pub const STEP: Step = Step {
     predecessor: Some(5),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
+    alternatives: &[],
 };

@@ -189,4 +189,5 @@ pub const STEP: Step = Step {
     predecessor: Some(6),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
+    alternatives: &[],
 };

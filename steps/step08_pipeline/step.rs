@@ -189,4 +189,5 @@ pub const STEP: Step = Step {
     predecessor: Some(7),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
+    alternatives: &[],
 };

@@ -207,4 +207,5 @@ pub const STEP: Step = Step {
     predecessor: Some(8),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
+    alternatives: &[],
 };

@@ -227,4 +227,5 @@ pub const STEP: Step = Step {
     predecessor: Some(9),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
+    alternatives: &[],
 };

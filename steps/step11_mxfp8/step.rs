@@ -14,7 +14,7 @@
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_mx_with_maps_in, persistent_launch, Format, GemmOperands, KernelFile, Step, Targets,
+    launch_mx_with_maps_in, persistent_launch, Alternative, Format, GemmOperands, KernelFile, Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -102,6 +102,95 @@ mod hopper {
 }
 
 const HOPPER: KernelFile = hopper::KERNEL;
+
+/// Design (a), the alternative the chapter measures (`sm90_promote.cu`): the e4m3 tiles go to the fp8
+/// wgmma as they are, one MMA of K = 32 per scale block into scratch accumulators, and the consumers
+/// promote each block's partial sums into the fp32 accumulators with its two scales.
+mod promote {
+    use super::*;
+    use crate::encoding::{sm90, SmemSwizzle};
+    use std::sync::OnceLock;
+
+    /// Rows of `C` per block: two consumer warpgroups of 64 rows.
+    pub const BM: u32 = 128;
+    // ANCHOR: promote_tile
+    /// Columns of `C` per block: a consumer thread holds 64 accumulators and 64 scratch accumulators
+    /// for its 64 × 128 share; a 256-column tile would need 256 registers for them alone.
+    pub const BN: u32 = 128;
+    // ANCHOR_END: promote_tile
+    /// Depth of the K tile: 128 e4m3, one 128-byte row (128-byte swizzle), four scale blocks.
+    pub const BK: u32 = 128;
+    pub const THREADS: u32 = 3 * 128;
+    /// Stages of 37 KiB: 16 KiB of A, 16 KiB of B, 1 KiB of scale bytes, 4 KiB of fp32 factors.
+    pub const STAGES: u32 = 5;
+    /// sm90.cu's: the block is launched with 168 registers a thread (384 threads), and setmaxnreg only
+    /// moves them: 48 + 2 · 224 ≤ 3 · 168. (40 and 232 would fit too, and ptxas spills there.)
+    pub const PRODUCER_REGISTERS: u32 = hopper::PRODUCER_REGISTERS;
+    pub const CONSUMER_REGISTERS: u32 = hopper::CONSUMER_REGISTERS;
+    pub const CLUSTER_M: u32 = hopper::CLUSTER_M;
+    pub const GROUP_M: u32 = hopper::GROUP_M;
+    pub const C_BOX_ROWS: u32 = hopper::C_BOX_ROWS;
+    pub const C_BOX_COLS: u32 = hopper::C_BOX_COLS;
+    /// 5 × 37 KiB of stages, the staging buffers of C (2 consumers × 2 × 8 KiB), three barriers per
+    /// stage, 1 KiB to align: 218 KiB.
+    pub const SMEM_BYTES: u32 = 1024
+        + STAGES * (BM * BK + BN * BK + 1024 + 4 * (BK / 32) * (BM + BN))
+        + 2 * 2 * C_BOX_ROWS * 128
+        + 3 * STAGES * 8;
+    /// Hopper lets a block have at most 227 KiB of shared memory.
+    const _: () = assert!(SMEM_BYTES <= 227 * 1024);
+    /// wgmma descriptor templates of the e4m3 tiles: 128-byte swizzle, K-major, SBO = 8 rows × 128
+    /// bytes, as step 10's bf16 tiles (a row is 128 bytes either way).
+    pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+    pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step11_mxfp8/sm90_promote.cu",
+        source: include_str!("sm90_promote.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("STAGES", STAGES as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
+            ("GROUP_M", GROUP_M as u64),
+            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
+            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
+            ("A_DESC", A_DESC),
+            ("B_DESC", B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
+        let (c_map, use_tma_store) =
+            tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS, TmaSwizzle::B128)?;
+        static FIT: OnceLock<u32> = OnceLock::new();
+        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles, &FIT)?;
+        launch_mx_with_maps_in(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            launch,
+        )
+    }
+}
+
+const PROMOTE: Alternative = Alternative {
+    name: "promote",
+    design:
+        "design (a): one fp8 wgmma per 32-element scale block, promoted into fp32 with both scales on the CUDA cores",
+    kernel: promote::KERNEL,
+};
 
 /// The Blackwell kernel's tile, accumulators, scales and launch: step 10's persistent 2-SM kernel on
 /// e4m3 tiles, with the block-scaled MMA and the scales' path to TMEM (seed 004). Assembled for sm_100a
@@ -246,4 +335,5 @@ pub const STEP: Step = Step {
     predecessor: Some(10),
     format: Format::Mxfp8,
     kernels: &[HOPPER, BLACKWELL],
+    alternatives: &[PROMOTE],
 };
