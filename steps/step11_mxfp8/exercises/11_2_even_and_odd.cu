@@ -1,8 +1,7 @@
-// Exercise 11.2 · fill the gap, solved.
-// w0 .. w3 hold k = 0..3, 4..7, 8..11, 12..15 of the slice (byte i of a word is k = 4·word + i).
-// __byte_perm(x, y, s) picks result byte i by nibble i of s from bytes 0..3 of x and 4..7 of y.
-// Positions 0..3 must hold k = 0, 1, 4, 5: bytes 0, 1 of w0 and 0, 1 of w1, selectors 0, 1, 4, 5,
-// 0x5410; positions 8..11 k = 2, 3, 6, 7: 0x7632 (and the same of w2, w3 for k + 8).
+// Exercise 11.2 · fill the gap.
+// Step 11's Hopper kernel without the two registers of A's fragment that each converted word goes to
+// (in `convert_a`). Until you write them, `exercise check 11.2` stops at NVRTC's errors on the `____`
+// line. A wrong pair compiles, and then C is wrong: B's converter has already decided the order of K.
 //
 // Step 11 · mxfp8 (Hopper, sm_90a): an MXFP8 GEMM on a GPU without block-scaled MMA.
 //
@@ -32,10 +31,11 @@
 //
 // One more trick makes the register operand cheap. The wgmma's A fragment wants, in each thread, the
 // elements k = 2t, 2t+1 and 2t+8, 2t+9 of a 16-wide K slice (t = lane % 4); ldmatrix on e4m3 bytes
-// delivers k = 4t .. 4t+3. A sum over k does not care in which order k is taken, as long as A and B
-// take the same order. So logical position p of a slice holds element k(p) = 4·(p/2 % 4) + p % 2
-// (+2 for p ≥ 8): A gets it from ldmatrix for free, and the B converter writes its bf16 row in the same
-// order (one byte permute per four elements).
+// delivers k = 4t .. 4t+3, and the cheapest conversion (mx.cuh) turns those four bytes into the pairs
+// (4t, 4t+2) and (4t+1, 4t+3). A sum over k does not care in which order k is taken, as long as A and
+// B take the same order. So the fragment's positions 2t, 2t+1 hold k = 4t, 4t+2 and 2t+8, 2t+9 hold
+// 4t+1, 4t+3: A gets that order from ldmatrix and the conversion for free, and B's converter writes its
+// bf16 rows in the same order, also for free.
 #include "common.cuh"
 #include "mbarrier.cuh"
 #include "tma.cuh"
@@ -103,7 +103,10 @@ static_assert(BM % SCALE_BLOCK_ROWS == 0 && BN % SCALE_BLOCK_ROWS == 0, "tiles c
 static_assert(A_TILE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0,
               "tiles keep 1024-byte alignment");
 static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
-static_assert(PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * 128 * CONSUMERS <= 65536, "the register file");
+// setmaxnreg moves registers within what the block got at launch: __launch_bounds__(THREADS, 1) gives
+// each thread 65536 / THREADS, rounded down to a multiple of 8 (168 for 384 threads).
+static_assert((PRODUCER_REGISTERS + CONSUMER_REGISTERS * CONSUMERS) * 128 <= (65536 / THREADS) / 8 * 8 * THREADS,
+              "the registers the block got at launch");
 
 // Step 10's tile order.
 struct TileOrder {
@@ -121,10 +124,16 @@ struct TileOrder {
 };
 
 // ANCHOR: scale_of
-// The scale byte of `row` (0 .. 127 within its block of 128 rows) for 32-element block `block` (0 .. 3
-// within the block's 128 elements of K), in a 512-byte block of the blocked layout.
-__device__ __forceinline__ u32 scale_offset(int row, int block) {
-    return (row % 32) * 16 + (row / 32) * 4 + block;
+// The scale bytes of `row` (0 .. 127 within its block of 128 rows) in a 512-byte block of the blocked
+// layout: one word, the scales of its four 32-element blocks of K, block 0 in the lowest byte.
+__device__ __forceinline__ u32 scale_offset(int row) { return (row % 32) * 16 + (row / 32) * 4; }
+
+// The two scale bytes K tile t (64 elements: two blocks) uses, out of a row's word of four: a K tile is
+// half of a 512-byte block of the blocked layout.
+__device__ __forceinline__ void tile_scales(u32 word, int t, u32 (&scale)[2]) {
+    const int block0 = ((t * BK) % 128) / 32;  // 0 or 2
+    scale[0] = (word >> (8 * block0)) & 0xFF;
+    scale[1] = (word >> (8 * block0 + 8)) & 0xFF;
 }
 // ANCHOR_END: scale_of
 
@@ -235,41 +244,65 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             }
         };
 
-        // ANCHOR: convert_b
-        // Consumer thread `row` (0 .. 255 over both consumers) turns row `row` of the stage's e4m3 B tile
-        // into bf16 with its scales folded in, in the permuted K order, into a 128-byte-swizzled tile.
-        const int b_row = consumer * 128 + ctid;
-        auto convert_b = [&](int stage, int buffer, int t) {
-            const unsigned char* scales = b_scales(stage) + (b_row / 128) * 512;
-            const int block0 = ((t * BK) % 128) / 32;  // the K tile's first 32-element block within its 512 bytes
-            const u32 scale[2] = {e8m0_to_bf16x2(scales[scale_offset(b_row % 128, block0)]),
-                                  e8m0_to_bf16x2(scales[scale_offset(b_row % 128, block0 + 1)])};
-            const u32 source = smem_address(b_tile(stage));
-            const u32 destination = smem_address(b_bf16 + buffer * B_BF16_BYTES);
+        // ANCHOR: scales
+        // The scale bytes this thread's conversions of K tile t use: its row of B's for the tile's two
+        // 32-element blocks, and A's for its rows g and g + 8 (below).
+        const int b_row = consumer * 128 + ctid;  // the row of B this thread converts (0 .. 255)
+        const int g = lane / 4;
+        const int a_row = consumer * WG_ROWS + 16 * warp + g;  // row of the block's A tile; + 8 for a[1], a[3]
+        struct Scales {
+            u32 b[2];     // [block]
+            u32 a[2][2];  // [row g, g + 8][block]
+        };
+        auto read_scales = [&](int stage, int t) {
+            Scales s;
+            const u32 b_word = *reinterpret_cast<const u32*>(b_scales(stage) + (b_row / 128) * 512 + scale_offset(b_row % 128));
+            tile_scales(b_word, t, s.b);
             #pragma unroll
-            for (int q = 0; q < 4; ++q) {  // 16 elements of K at a time: one k16 slice of the MMA
-                u32 w0, w1, w2, w3;
+            for (int r = 0; r < 2; ++r) {
+                tile_scales(*reinterpret_cast<const u32*>(a_scales(stage) + scale_offset(a_row + 8 * r)), t, s.a[r]);
+            }
+            return s;
+        };
+        // Whether any block this warp converts needs the two-multiplication path (mx.cuh): decided once
+        // per warp and K tile, so that the warp never diverges; ordinary data never takes it.
+        auto any_wide = [&](const Scales& s) {
+            const u32 largest = max(max(s.b[0], s.b[1]), max(max(s.a[0][0], s.a[0][1]), max(s.a[1][0], s.a[1][1])));
+            return __any_sync(0xFFFFFFFFu, largest > NARROW_SCALE_MAX);
+        };
+        // ANCHOR_END: scales
+
+        // ANCHOR: convert_b
+        // Consumer thread `b_row` turns row `b_row` of the stage's e4m3 B tile into bf16 with its scales
+        // folded in, into a 128-byte-swizzled tile. Each 4-byte word of a 16-element slice becomes two
+        // bf16 pairs: its even bytes go to the slice's first 8 positions, its odd bytes to the last 8
+        // (the order of K that A's fragments get, below).
+        auto convert_b = [&](bool wide, int stage, int buffer, const Scales& s) {
+            const u32 factor[2] = {scale_bf16x2(s.b[0], wide), scale_bf16x2(s.b[1], wide)};
+            const u32 source = smem_address(b_tile(stage));
+            const u32 destination = smem_address(b_bf16 + buffer * B_BF16_BYTES) + b_row * BF16_ROW_BYTES;
+            // The row's four slices of 16 elements are loaded first: a load that came after a store
+            // would wait for it (they might overlap, as far as the hardware knows), and four round trips
+            // to shared memory in a row are what made this conversion slow.
+            u32 w[4][4];
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) {
                 asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-                             : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3)
+                             : "=r"(w[q][0]), "=r"(w[q][1]), "=r"(w[q][2]), "=r"(w[q][3])
                              : "r"(source + swizzle_64b_offset(b_row, q)));
-                // Positions 0..7 of the slice hold k = 0, 1, 4, 5, 8, 9, 12, 13; positions 8..15 hold
-                // k = 2, 3, 6, 7, 10, 11, 14, 15 (the order ldmatrix gives A).
-                const u32 p0 = __byte_perm(w0, w1, 0x5410), p1 = __byte_perm(w2, w3, 0x5410);
-                const u32 p2 = __byte_perm(w0, w1, 0x7632), p3 = __byte_perm(w2, w3, 0x7632);
-                u32 v[8];
-                e4m3x4_to_bf16x4(p0, scale[q / 2], v[0], v[1]);
-                e4m3x4_to_bf16x4(p1, scale[q / 2], v[2], v[3]);
-                e4m3x4_to_bf16x4(p2, scale[q / 2], v[4], v[5]);
-                e4m3x4_to_bf16x4(p3, scale[q / 2], v[6], v[7]);
+            }
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) {  // one k16 slice of the MMA at a time
+                u32 even[4], odd[4];
                 #pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int chunk = 2 * q + half;
-                    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(
-                                     destination + b_row * BF16_ROW_BYTES + ((chunk ^ (b_row % 8)) * 16)),
-                                 "r"(v[4 * half + 0]), "r"(v[4 * half + 1]), "r"(v[4 * half + 2]),
-                                 "r"(v[4 * half + 3])
-                                 : "memory");
-                }
+                for (int i = 0; i < 4; ++i) e4m3x4_to_bf16x4(w[q][i], factor[q / 2], wide, even[i], odd[i]);
+                const int first = 2 * q, second = 2 * q + 1;  // the slice's two 16-byte chunks of the row
+                asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(destination + ((first ^ (b_row % 8)) * 16)),
+                             "r"(even[0]), "r"(even[1]), "r"(even[2]), "r"(even[3])
+                             : "memory");
+                asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(destination + ((second ^ (b_row % 8)) * 16)),
+                             "r"(odd[0]), "r"(odd[1]), "r"(odd[2]), "r"(odd[3])
+                             : "memory");
             }
             // The MMAs read this tile through the async proxy.
             fence_async_shared();
@@ -277,21 +310,17 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // ANCHOR_END: convert_b
 
         // ANCHOR: convert_a
-        // This thread's A fragments for the four k16 slices of a K tile: ldmatrix gives, for rows
-        // g = lane / 4 and g + 8 of the warp's 16, the four elements k = 4t .. 4t+3 of each slice; the
-        // first two become a[0] (a[1] for row g + 8), the last two a[2] (a[3]).
-        const int g = lane / 4;
-        const int a_row = consumer * WG_ROWS + 16 * warp + g;  // row of the block's A tile; + 8 for a[1], a[3]
-        auto convert_a = [&](int stage, int t, u32 (&a)[4][4]) {
-            const unsigned char* scales = a_scales(stage);
-            const int block0 = ((t * BK) % 128) / 32;
-            u32 scale[2][2];  // [row g, g + 8][block]
+        // This thread's A fragments for the four k16 slices of a K tile. ldmatrix gives, for rows g and
+        // g + 8 of the warp's 16, the word of bytes 4t .. 4t+3 of each slice (t = lane % 4). The
+        // fragment wants positions 2t, 2t+1 in a[0] (a[1] for row g + 8) and 2t+8, 2t+9 in a[2] (a[3]):
+        // the word's even bytes go to the first, its odd bytes to the second, as B's converter puts
+        // them. A sum over K does not care in which order K is taken, as long as A and B take the same.
+        auto convert_a = [&](bool wide, int stage, const Scales& s, u32 (&a)[4][4]) {
+            u32 factor[2][2];  // [row g, g + 8][block]
             #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 #pragma unroll
-                for (int b = 0; b < 2; ++b) {
-                    scale[r][b] = e8m0_to_bf16x2(scales[scale_offset((a_row + 8 * r) % 128, block0 + b)]);
-                }
+                for (int b = 0; b < 2; ++b) factor[r][b] = scale_bf16x2(s.a[r][b], wide);
             }
             const u32 source = smem_address(a_tile(stage));
             // Lane l names row l % 8 of matrix l / 8: matrices (rows g, slice s), (rows g + 8, slice s),
@@ -305,7 +334,9 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 #pragma unroll
                 for (int m = 0; m < 4; ++m) {
                     const int slice = 2 * pair + m / 2, row8 = m % 2;
-                    e4m3x4_to_bf16x4(r[m], scale[row8][slice / 2], a[slice][row8], a[slice][row8 + 2]);
+                    // TODO(exercise 11.2): which of this slice's four fragment registers take the word's even
+                    // pair and its odd pair? (a[slice][0] .. a[slice][3]; row8 is 0 for row g, 1 for g + 8)
+                    e4m3x4_to_bf16x4(r[m], factor[row8][slice / 2], wide, a[slice][____], a[slice][____]);
                 }
             }
         };
@@ -332,8 +363,14 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             auto convert = [&](int t, int next, u32 (&a_next)[4][4]) {
                 const int stage = next % STAGES;
                 mbarrier_wait(&full[stage], (next / STAGES) & 1);
-                convert_b(stage, next % B_BF16_BUFFERS, t);
-                convert_a(stage, t, a_next);
+                const Scales scales = read_scales(stage, t);
+                if (any_wide(scales)) {
+                    convert_b(true, stage, next % B_BF16_BUFFERS, scales);
+                    convert_a(true, stage, scales, a_next);
+                } else {
+                    convert_b(false, stage, next % B_BF16_BUFFERS, scales);
+                    convert_a(false, stage, scales, a_next);
+                }
                 release(stage);
             };
             convert(0, it, a[0]);
