@@ -354,17 +354,14 @@ fn on_the_gpu_step_11_is_exact_with_wide_scales() {
     let wide = mx.a.scales.iter().chain(&mx.b.scales).filter(|&&s| s > 134).count();
     assert!(wide > 0, "the test needs scale bytes above 134");
     let mut session = Session::with_inputs(gpu, inputs).unwrap_or_else(|e| panic!("{e}"));
-    let check_only = RunOptions {
-        check_only: true,
-        iters: None,
-    };
-    let outcome = session
-        .run_step(11, &check_only)
-        .unwrap_or_else(|e| panic!("step11 {shape}: {e}"));
-    for check in &outcome.checks {
+    // The step's own kernel only: design (a) (sm90_promote.cu) misses the fp32 bound here, on elements
+    // that one wide block dominates, because the fp8 MMA adds a block's 32 products with less than
+    // fp32's precision (chapter 11, "Design (a), built and measured").
+    let checks = session.verify(11).unwrap_or_else(|e| panic!("step11 {shape}: {e}"));
+    for check in &checks {
         println!("step11 {shape}, {wide} wide scales: {check}");
     }
-    assert!(outcome.checks.len() == 4 && outcome.checks.iter().all(|c| c.passed));
+    assert!(checks.len() == 4 && checks.iter().all(|c| c.passed));
 }
 
 /// Step 11's own kernel, verified like every step (against step 10 on the dequantized operands,
