@@ -79,6 +79,8 @@ __device__ __forceinline__ u32 apply_scale(u32 placed, u32 factor, bool wide) {
     return wide ? bf16x2_mul(bf16x2_mul(placed, two_to_120), factor) : bf16x2_mul(placed, factor);
 }
 
+// ANCHOR_END: scale
+
 // ANCHOR: convert
 // Four e4m3 bytes of one block as two bf16 pairs of MX values: (byte 0, byte 2) and (byte 1, byte 3).
 __device__ __forceinline__ void e4m3x4_to_bf16x4(u32 four, u32 factor, bool wide, u32& even, u32& odd) {
