@@ -74,7 +74,10 @@ static_assert(BN == 256, "one wgmma m64n256k16 covers the tile's columns");
 static_assert(BK * 2 == SWIZZLE_BYTES, "the K tile is one 128-byte swizzled row per matrix row");
 static_assert(A_TILE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
 static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
-static_assert(PRODUCER_REGISTERS * 128 + CONSUMER_REGISTERS * 128 * CONSUMERS <= 65536, "the register file");
+// setmaxnreg moves registers within what the block got at launch: __launch_bounds__(THREADS, 1) gives
+// each thread 65536 / THREADS, rounded down to a multiple of 8 (168 for 384 threads).
+static_assert((PRODUCER_REGISTERS + CONSUMER_REGISTERS * CONSUMERS) * 128 <= (65536 / THREADS) / 8 * 8 * THREADS,
+              "the registers the block got at launch");
 
 // ANCHOR: kernel
 // __launch_bounds__(384, 1): one block per SM; the cap it implies (65536 / 384 = 170, so 168
