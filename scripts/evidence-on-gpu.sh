@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Evidence for every rung, on the H200 (issue 11). Run from the repository root, with the release
-# binaries copied to .bin/ (.bin/step01 .. .bin/step10, .bin/ladder):
+# binaries copied to .bin/ (.bin/step01 .. .bin/step11, .bin/ladder):
 #
 #   OUT=/some/folder scripts/evidence-on-gpu.sh
 #
 # 1. stepNN --profile --size 4096 for steps 01-11: verify, time against cuBLAS, record, and profile
 #    the step's kernel alone under Nsight Compute (found on PATH or under /opt/nvidia/nsight-compute);
 #    the counters land in each record's "profile" in book/src/results/<gpu>.json.
-# 2. stepNN --timeline --size 4096 for steps 08, 09, 10: the stamped build checked against the plain
+# 2. stepNN --timeline --size 4096 for steps 08, 09, 10, 11: the stamped build checked against the plain
 #    one, its overhead timed, one run drawn into book/src/figures/timeline-stepNN-<gpu>.svg and written
 #    as a Perfetto trace to book/src/results/timelines/timeline-stepNN-<gpu>.json.
 # 3. Into $OUT (three files): evidence.log (everything printed), <gpu>.json (the results file) and
@@ -46,7 +46,7 @@ for n in 01 02 03 04 05 06 07 08 09 10 11; do
     if [ "$(date +%s)" -ge "$profile_deadline" ]; then say "step$n --profile skipped: out of time"; continue; fi
     run 100 "$BIN/step$n" --profile --size "$SIZE" --iters "$ITERS"
 done
-for n in 08 09 10; do
+for n in 08 09 10 11; do
     if [ "$(date +%s)" -ge "$timeline_deadline" ]; then say "step$n --timeline skipped: out of time"; continue; fi
     run 60 "$BIN/step$n" --timeline --size "$SIZE"
 done

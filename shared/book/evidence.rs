@@ -242,12 +242,20 @@ pub fn timeline_section(book_dir: Option<&Path>, step: u8, chapter: &Path) -> St
                 s.gpu
             );
         }
+        let consumer_time = if s.consumer_convert_share > 0.0 {
+            s.consumer_time()
+        } else {
+            format!(
+                "{:.0}% of their time between a stage's arrival and their MMAs' completion and {:.0}% in epilogues",
+                100.0 * s.consumer_mma_share,
+                100.0 * s.consumer_epilogue_share
+            )
+        };
         let _ = writeln!(
             out,
             "Recorded on {} at {}, {}: the stamped build took {} ms against the plain build's {} ms \
-             ({:+.1}%, medians of {} alternating rounds), so the stamps barely move what they show; every time in \
-             the tables comes from the plain build. {} stamps{}; the consumers drawn spend {:.0}% of their \
-             time between a stage's arrival and their MMAs' completion and {:.0}% in epilogues. The whole \
+             ({:+.1}%, medians of {} alternating rounds), so {}; every time in \
+             the tables comes from the plain build. {} stamps{}; the consumers drawn spend {}. The whole \
              trace of the drawn SMs is [{name}]({up}results/timelines/{name}) (open it at \
              [ui.perfetto.dev](https://ui.perfetto.dev)).\n",
             s.gpu,
@@ -257,14 +265,18 @@ pub fn timeline_section(book_dir: Option<&Path>, step: u8, chapter: &Path) -> St
             significant(s.plain_ms, 3),
             100.0 * s.overhead,
             s.runs,
+            if s.overhead.abs() < 0.05 {
+                "the stamps barely move what they show"
+            } else {
+                "the stamps move what they show: read the figure for its shape more than its lengths"
+            },
             s.stamps,
             if s.dropped > 0 {
                 format!(" ({} warpgroups ran out of room)", s.dropped)
             } else {
                 String::new()
             },
-            100.0 * s.consumer_mma_share,
-            100.0 * s.consumer_epilogue_share,
+            consumer_time,
         );
     }
     if out.is_empty() {

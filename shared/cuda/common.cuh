@@ -53,5 +53,5 @@ __device__ __forceinline__ u32 pack_bf16x2(float low, float high) {
     return r;
 }
 
-// Timeline stamps (steps 08-10): empty macros unless compiled with -DTIMELINE=1.
+// Timeline stamps (steps 08-11): empty macros unless compiled with -DTIMELINE=1.
 #include "timeline.cuh"

@@ -1,4 +1,4 @@
-// In-kernel timelines for the warp-specialised Hopper steps (08, 09, 10): `stepNN --timeline`.
+// In-kernel timelines for the warp-specialised Hopper steps (08, 09, 10, 11): `stepNN --timeline`.
 //
 // Built with -DTIMELINE=1 (the program adds it through NVRTC), each call of TIMELINE_STAMP(event)
 // writes one record into a device buffer: the global nanosecond timer, the SM, the block, the
@@ -13,9 +13,10 @@
 //
 // The buffer: `timeline_records` points at blocks × warpgroups × `timeline_capacity` records; the
 // records of warpgroup w of block b start at (b · warpgroups + w) · capacity, for b below
-// `timeline_blocks`. Each stamping thread
-// counts its records in a register (TIMELINE_INIT declares it); past the capacity it stops writing and
-// the first record it could not write adds one to `timeline_dropped`. The host sets the globals
+// `timeline_blocks`. TIMELINE_INIT reads the globals once, into registers: each stamping thread keeps
+// where its warpgroup's records start, their capacity and its count (a `TimelineCursor`), so that a
+// stamp reads no memory (three dependent loads a stamp were most of its cost). Past the capacity it
+// stops writing and the first record it could not write adds one to `timeline_dropped`. The host sets the globals
 // (cuModuleGetGlobal) and zeroes the buffer before the launch: a record whose time is 0 was not written.
 #pragma once
 
@@ -29,6 +30,10 @@ enum TimelineEvent : unsigned {
     TL_MMA_DONE = 4,        // consumer: wgmma_wait returned (the previous group has finished)
     TL_EPILOGUE_START = 5,  // consumer: accumulators final, the stores begin
     TL_EPILOGUE_END = 6,    // consumer: this warpgroup's stores issued (and read, where it waits)
+    // Step 11, whose consumers convert the next K tile while the MMAs of this one run:
+    TL_CONVERT_START = 7,   // consumer: the wait on the next stage's `full` barrier returned, its conversion begins
+    TL_CONVERT_END = 8,     // consumer: that K tile converted (B's bf16 tile, A's registers) and its stage released
+    TL_BARRIER = 9,         // consumer: the named barrier of both consumers passed
 };
 
 // 32 bytes; the host reads the same layout (shared/evidence/timeline.rs, `RECORD_BYTES`).
@@ -47,28 +52,44 @@ __device__ unsigned timeline_capacity;
 __device__ unsigned timeline_blocks;
 __device__ unsigned timeline_dropped;
 
-__device__ __forceinline__ void timeline_stamp(unsigned& count, unsigned event) {
-    if ((threadIdx.x & 127) != 0) return;
+__device__ __forceinline__ unsigned timeline_block() {
+    return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+
+// A stamping thread's records: `first` is null for the threads that do not stamp (all but the first
+// of each warpgroup) and for blocks past `timeline_blocks`.
+struct TimelineCursor {
+    TimelineRecord* first;
+    unsigned count;
+    unsigned capacity;
+};
+
+__device__ __forceinline__ TimelineCursor timeline_cursor() {
+    const unsigned block = timeline_block();
+    if ((threadIdx.x & 127) != 0 || block >= timeline_blocks) return TimelineCursor{nullptr, 0, 0};
+    const unsigned capacity = timeline_capacity;
+    const unsigned warpgroups = (blockDim.x + 127) / 128;
+    const unsigned warpgroup = threadIdx.x / 128;
+    return TimelineCursor{timeline_records + ((unsigned long long)block * warpgroups + warpgroup) * capacity, 0,
+                          capacity};
+}
+
+__device__ __forceinline__ void timeline_stamp(TimelineCursor& cursor, unsigned event) {
+    if (cursor.first == nullptr) return;
     unsigned long long now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     unsigned sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    const unsigned n = count++;
-    const unsigned capacity = timeline_capacity;
-    if (n >= capacity) {
-        if (n == capacity) atomicAdd(&timeline_dropped, 1u);
+    const unsigned n = cursor.count++;
+    if (n >= cursor.capacity) {
+        if (n == cursor.capacity) atomicAdd(&timeline_dropped, 1u);
         return;
     }
-    const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (block >= timeline_blocks) return;
-    const unsigned warpgroups = (blockDim.x + 127) / 128;
-    const unsigned warpgroup = threadIdx.x / 128;
-    TimelineRecord* slot = timeline_records + ((unsigned long long)block * warpgroups + warpgroup) * capacity + n;
-    *slot = TimelineRecord{now, sm, block, warpgroup, event, n, 0};
+    cursor.first[n] = TimelineRecord{now, sm, timeline_block(), threadIdx.x / 128, event, n, 0};
 }
 
-#define TIMELINE_INIT() unsigned timeline_count_ = 0
-#define TIMELINE_STAMP(event) timeline_stamp(timeline_count_, (event))
+#define TIMELINE_INIT() TimelineCursor timeline_cursor_ = timeline_cursor()
+#define TIMELINE_STAMP(event) timeline_stamp(timeline_cursor_, (event))
 
 #else
 

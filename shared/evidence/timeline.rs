@@ -1,9 +1,11 @@
-//! In-kernel timelines of the warp-specialised Hopper steps: `stepNN --timeline` (steps 08, 09, 10).
+//! In-kernel timelines of the warp-specialised Hopper steps: `stepNN --timeline` (steps 08, 09, 10,
+//! 11).
 //!
 //! The kernel is compiled a second time with `-DTIMELINE=1` (`shared/cuda/timeline.cuh`): each
 //! warpgroup's first thread then stamps `%globaltimer` at its events (producer: a K tile's copies
-//! issued; consumers: stage full seen, MMAs issued, MMAs done, epilogue start and end; step 10: tile
-//! start) into a device buffer. The program checks that the instrumented kernel computes exactly what
+//! issued; consumers: stage full seen, MMAs issued, MMAs done, epilogue start and end; steps 10 and
+//! 11: tile start; step 11: the next K tile's conversion started and ended, the consumers' barrier
+//! passed) into a device buffer. The program checks that the instrumented kernel computes exactly what
 //! the plain one does, times the two against each other in one alternating loop (the overhead), runs
 //! the instrumented one once more, and draws what a few SMs did:
 //! - `book/src/figures/timeline-stepNN-<gpu>.svg`: a Gantt chart, one row per warpgroup of each SM;
@@ -18,7 +20,7 @@ use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
 use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
-use crate::run::registry::{KernelFile, Step, Targets};
+use crate::run::registry::{Format, KernelFile, Step, Targets};
 use crate::run::results::{self, significant};
 use crate::run::session::Session;
 use crate::run::timing::{self, Contender};
@@ -55,6 +57,9 @@ pub enum Event {
     MmaDone,
     EpilogueStart,
     EpilogueEnd,
+    ConvertStart,
+    ConvertEnd,
+    Barrier,
 }
 
 impl Event {
@@ -67,6 +72,9 @@ impl Event {
             4 => Event::MmaDone,
             5 => Event::EpilogueStart,
             6 => Event::EpilogueEnd,
+            7 => Event::ConvertStart,
+            8 => Event::ConvertEnd,
+            9 => Event::Barrier,
             _ => return None,
         })
     }
@@ -114,8 +122,17 @@ pub enum SpanKind {
     Epilogue,
     /// Producer: one K tile's copies issued (an instant, drawn as a tick).
     TmaIssue,
-    /// Step 10: a warpgroup begins a tile (an instant).
+    /// Steps 10 and 11: a warpgroup begins a tile (an instant).
     TileStart,
+    /// Step 11, consumer: converting the next K tile (its stage seen full → converted, stage released).
+    Convert,
+    /// Step 11, consumer: its conversion done (or nothing to convert), waiting for its MMAs.
+    MmaWait,
+    /// Step 11, consumer: waiting at the named barrier of both consumers.
+    Barrier,
+    /// Step 11, consumer: from its MMAs' commit to their wait returning (drawn as a thin band under the
+    /// rest, which happens meanwhile).
+    MmaInFlight,
 }
 
 impl SpanKind {
@@ -125,6 +142,10 @@ impl SpanKind {
             SpanKind::Epilogue => "consumer: epilogue (accumulators → C)",
             SpanKind::TmaIssue => "producer: a K tile's TMA copies issued",
             SpanKind::TileStart => "tile start (persistent step)",
+            SpanKind::Convert => "consumer: converting the next K tile (e4m3 → bf16)",
+            SpanKind::MmaWait => "consumer: waiting for its MMAs (wgmma_wait)",
+            SpanKind::Barrier => "consumer: waiting at the consumers' barrier",
+            SpanKind::MmaInFlight => "consumer: MMAs in flight, committed → waited for (thin band)",
         }
     }
 
@@ -134,6 +155,10 @@ impl SpanKind {
             SpanKind::Epilogue => "epilogue",
             SpanKind::TmaIssue => "tma issued",
             SpanKind::TileStart => "tile start",
+            SpanKind::Convert => "convert",
+            SpanKind::MmaWait => "mma wait",
+            SpanKind::Barrier => "barrier",
+            SpanKind::MmaInFlight => "mmas in flight",
         }
     }
 
@@ -143,6 +168,10 @@ impl SpanKind {
             SpanKind::Epilogue => RGBColor(230, 110, 0),
             SpanKind::TmaIssue => RGBColor(40, 150, 60),
             SpanKind::TileStart => RGBColor(20, 20, 20),
+            SpanKind::Convert => RGBColor(140, 70, 170),
+            SpanKind::MmaWait => RGBColor(120, 175, 230),
+            SpanKind::Barrier => RGBColor(205, 40, 40),
+            SpanKind::MmaInFlight => RGBColor(31, 100, 180),
         }
     }
 }
@@ -161,6 +190,12 @@ pub struct Span {
 /// The spans of every warpgroup, from its stamps in order: `StageFull → MmaDone` is an MMA span,
 /// `EpilogueStart →` the last `EpilogueEnd` before the next main-loop or tile event is an epilogue,
 /// `TmaIssued` and `TileStart` are instants.
+///
+/// A warpgroup that converts (step 11: `ConvertStart` among its stamps) has no MMA spans but, per K
+/// tile, `MmaIssued → MmaDone` (MMAs in flight), `ConvertStart → ConvertEnd` (converting the next K
+/// tile), from the conversion's end (or, with nothing to convert, the MMAs' commit) to `MmaDone`
+/// (waiting for the MMAs), and from `MmaDone` (or a `ConvertEnd` not followed by MMAs) to `Barrier`
+/// (waiting at the consumers' barrier).
 pub fn spans(stamps: &[Stamp]) -> Vec<Span> {
     let mut by_warpgroup: BTreeMap<(u32, u32), Vec<&Stamp>> = BTreeMap::new();
     for s in stamps {
@@ -178,7 +213,12 @@ pub fn spans(stamps: &[Stamp]) -> Vec<Span> {
             start_ns,
             end_ns,
         };
+        let converts = list.iter().any(|s| s.event == Event::ConvertStart);
         let mut full: Option<u64> = None;
+        let mut issued: Option<u64> = None;
+        let mut convert: Option<u64> = None;
+        let mut converted: Option<u64> = None;
+        let mut barrier_from: Option<u64> = None;
         let mut epilogue: Option<(u64, Option<u64>)> = None;
         let close_epilogue = |epilogue: &mut Option<(u64, Option<u64>)>, out: &mut Vec<Span>| {
             if let Some((start, Some(end))) = epilogue.take() {
@@ -196,11 +236,40 @@ pub fn spans(stamps: &[Stamp]) -> Vec<Span> {
                     close_epilogue(&mut epilogue, &mut out);
                     full = Some(s.time_ns);
                 }
-                Event::MmaIssued => {}
+                Event::MmaIssued => {
+                    issued = Some(s.time_ns);
+                    converted = None;
+                }
+                Event::MmaDone if converts => {
+                    if let Some(start) = converted.take().or(issued) {
+                        out.push(span(SpanKind::MmaWait, start, s.time_ns));
+                    }
+                    if let Some(start) = issued.take() {
+                        out.push(span(SpanKind::MmaInFlight, start, s.time_ns));
+                    }
+                    barrier_from = Some(s.time_ns);
+                }
                 Event::MmaDone => {
                     if let Some(start) = full.take() {
                         out.push(span(SpanKind::Mma, start, s.time_ns));
                     }
+                }
+                Event::ConvertStart => {
+                    close_epilogue(&mut epilogue, &mut out);
+                    convert = Some(s.time_ns);
+                }
+                Event::ConvertEnd => {
+                    if let Some(start) = convert.take() {
+                        out.push(span(SpanKind::Convert, start, s.time_ns));
+                    }
+                    converted = Some(s.time_ns);
+                    barrier_from = Some(s.time_ns);
+                }
+                Event::Barrier => {
+                    if let Some(start) = barrier_from.take() {
+                        out.push(span(SpanKind::Barrier, start, s.time_ns));
+                    }
+                    converted = None;
                 }
                 Event::EpilogueStart => {
                     close_epilogue(&mut epilogue, &mut out);
@@ -250,6 +319,37 @@ pub struct Summary {
     /// and inside epilogues.
     pub consumer_mma_share: f64,
     pub consumer_epilogue_share: f64,
+    /// Step 11 (0 for a step that converts nothing): the shares converting the next K tile, waiting
+    /// for the MMAs and waiting at the consumers' barrier.
+    #[serde(default)]
+    pub consumer_convert_share: f64,
+    #[serde(default)]
+    pub consumer_mma_wait_share: f64,
+    #[serde(default)]
+    pub consumer_barrier_share: f64,
+}
+
+impl Summary {
+    /// Where the shown consumers' time went, in words: "41% of their time in MMA spans and 9% in
+    /// epilogues", or for a converting step the conversion, the two waits and the epilogues.
+    pub fn consumer_time(&self) -> String {
+        let pc = |share: f64| format!("{:.0}%", 100.0 * share);
+        if self.consumer_convert_share > 0.0 {
+            format!(
+                "{} of their time converting the next K tile, {} waiting for their MMAs, {} at the consumers' barrier and {} in epilogues",
+                pc(self.consumer_convert_share),
+                pc(self.consumer_mma_wait_share),
+                pc(self.consumer_barrier_share),
+                pc(self.consumer_epilogue_share),
+            )
+        } else {
+            format!(
+                "{} of their time in MMA spans and {} in epilogues",
+                pc(self.consumer_mma_share),
+                pc(self.consumer_epilogue_share)
+            )
+        }
+    }
 }
 
 /// Summed length of the shown consumers' spans of `kind` over their active time (first to last stamp).
@@ -330,40 +430,63 @@ pub fn load_summary(path: &Path) -> Option<Summary> {
 // ---------------------------------------------------------------------------------------------
 // The Gantt chart
 
-/// Spans of one row merged where the gap between them is under `min_gap_ns` (a pixel or so): the
-/// figure then holds a bounded number of rectangles however many K tiles there are.
+/// Spans of one row and kind merged where the gap between them is under `min_gap_ns` (a pixel or
+/// so): the figure then holds a bounded number of rectangles however many K tiles there are. Spans of
+/// other kinds in between (step 11's rows alternate kinds) do not stop a merge.
 pub fn merge_for_drawing(spans: &[Span], min_gap_ns: u64) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::new();
+    let mut last: BTreeMap<(u32, u32, SpanKind), usize> = BTreeMap::new();
     for s in spans {
-        if let Some(last) = out.last_mut() {
-            if last.sm == s.sm
-                && last.warpgroup == s.warpgroup
-                && last.kind == s.kind
-                && s.start_ns <= last.end_ns + min_gap_ns
-            {
-                last.end_ns = last.end_ns.max(s.end_ns);
+        let key = (s.sm, s.warpgroup, s.kind);
+        if let Some(previous) = last.get(&key).map(|&i| &mut out[i]) {
+            if s.start_ns <= previous.end_ns + min_gap_ns {
+                previous.end_ns = previous.end_ns.max(s.end_ns);
                 continue;
             }
         }
+        last.insert(key, out.len());
         out.push(*s);
     }
     out
 }
 
-/// Rows of empty band under the SMs in the Gantt chart, where the legend goes.
+/// Rows of empty band under the SMs in the Gantt chart, where the legend goes: at least this many,
+/// one per kind of span drawn where there are more (step 11).
 const LEGEND_ROWS: usize = 4;
+
+/// The kinds of span in the order they are drawn (later ones on top).
+const DRAWN: [SpanKind; 8] = [
+    SpanKind::Mma,
+    SpanKind::MmaInFlight,
+    SpanKind::Convert,
+    SpanKind::MmaWait,
+    SpanKind::Barrier,
+    SpanKind::Epilogue,
+    SpanKind::TmaIssue,
+    SpanKind::TileStart,
+];
+
+fn legend_rows(spans: &[Span], summary: &Summary) -> usize {
+    let kinds: BTreeSet<SpanKind> = spans
+        .iter()
+        .filter(|s| summary.sms_shown.contains(&s.sm))
+        .map(|s| s.kind)
+        .collect();
+    kinds.len().max(LEGEND_ROWS)
+}
 
 /// The Gantt chart of the shown SMs: SVG text, a pure function of its inputs.
 pub fn gantt_svg(spans: &[Span], summary: &Summary, origin_ns: u64, end_ns: u64) -> Result<String> {
     const WIDTH: u32 = 1300;
     const ROW: u32 = 22;
     let rows = summary.sms_shown.len() * 3;
-    let height = 150 + ROW * (rows as u32 + LEGEND_ROWS as u32) + 70;
+    let legend = legend_rows(spans, summary);
+    let height = 150 + ROW * (rows as u32 + legend as u32) + 70;
     let duration_us = ((end_ns.saturating_sub(origin_ns)) as f64 / 1e3).max(1e-3);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        draw_gantt(&root, spans, summary, origin_ns, duration_us).map_err(draw_error("the timeline figure"))?;
+        draw_gantt(&root, spans, summary, origin_ns, duration_us, legend).map_err(draw_error("the timeline figure"))?;
         root.present().map_err(draw_error("the timeline figure"))?;
     }
     if !svg.ends_with('\n') {
@@ -378,6 +501,7 @@ fn draw_gantt(
     summary: &Summary,
     origin_ns: u64,
     duration_us: f64,
+    legend_rows: usize,
 ) -> std::result::Result<(), DrawingAreaErrorKind<std::io::Error>> {
     root.fill(&WHITE)?;
     let (width, height) = root.dim_in_pixel();
@@ -430,8 +554,8 @@ fn draw_gantt(
         .margin_bottom(70)
         .x_label_area_size(40)
         .y_label_area_size(150)
-        // An empty band of LEGEND_ROWS rows under the SMs holds the legend.
-        .build_cartesian_2d(0f64..duration_us, -(LEGEND_ROWS as f64)..rows as f64)?;
+        // An empty band of `legend_rows` rows under the SMs holds the legend.
+        .build_cartesian_2d(0f64..duration_us, -(legend_rows as f64)..rows as f64)?;
     let names = ["producer", "consumer 1", "consumer 2"];
     let label = |y: &f64| {
         let i = y.floor() as usize;
@@ -445,7 +569,7 @@ fn draw_gantt(
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels((rows + LEGEND_ROWS) * 2 + 1)
+        .y_labels((rows + legend_rows) * 2 + 1)
         .y_label_formatter(&|y| label(y))
         .x_labels(12)
         .x_label_formatter(&|x| significant(*x, 3))
@@ -472,12 +596,7 @@ fn draw_gantt(
     let x = |ns: u64| (ns.saturating_sub(origin_ns)) as f64 / 1e3;
     let min_width_us = duration_us / width as f64;
     let drawn = merge_for_drawing(spans, px_ns);
-    for kind in [
-        SpanKind::Mma,
-        SpanKind::Epilogue,
-        SpanKind::TmaIssue,
-        SpanKind::TileStart,
-    ] {
+    for kind in DRAWN {
         let colour = kind.colour();
         let rects: Vec<Rectangle<(f64, f64)>> = drawn
             .iter()
@@ -487,7 +606,10 @@ fn draw_gantt(
                 let (lo, hi) = match kind {
                     SpanKind::TileStart => (row + 0.02, row + 0.98),
                     SpanKind::TmaIssue => (row + 0.2, row + 0.8),
-                    _ => (row + 0.15, row + 0.85),
+                    // Step 11: the MMAs in flight in a thin band, what the threads do meanwhile above.
+                    SpanKind::MmaInFlight => (row + 0.12, row + 0.3),
+                    SpanKind::Convert | SpanKind::MmaWait | SpanKind::Barrier => (row + 0.36, row + 0.88),
+                    SpanKind::Mma | SpanKind::Epilogue => (row + 0.15, row + 0.85),
                 };
                 let x0 = x(s.start_ns);
                 let x1 = x(s.end_ns).max(x0 + min_width_us);
@@ -546,10 +668,16 @@ pub fn buffer_plan(file: &KernelFile, shape: Shape, sms: u32) -> (u64, u64) {
     let tiles_m = (shape.m as u64).div_ceil(bm).div_ceil(cluster) * cluster;
     let blocks = tiles_m * (shape.n as u64).div_ceil(bn);
     let k_tiles = (shape.k as u64).div_ceil(bk);
-    // A consumer stamps three times a K tile and a few times a tile; a persistent block has several
-    // tiles (at most blocks / (sms / 2) of them with one block per SM and half the SMs in use).
+    // A consumer stamps three times a K tile (five where it converts the next one: step 11) and a few
+    // times a tile; a persistent block has several tiles (at most blocks / (sms / 2) of them with one
+    // block per SM and half the SMs in use).
+    let per_k_tile = if file.source.contains("TIMELINE_STAMP(TL_CONVERT_START)") {
+        5
+    } else {
+        3
+    };
     let tiles_per_block = blocks.div_ceil((sms as u64 / 2).max(1)).max(1);
-    let capacity = (3 * k_tiles + 16) * tiles_per_block * 2;
+    let capacity = (per_k_tile * k_tiles + 16) * tiles_per_block * 2;
     (blocks, capacity)
 }
 
@@ -622,7 +750,7 @@ pub fn timeline_main(
         .filter(|k| k.source.contains("TIMELINE_STAMP("))
         .ok_or_else(|| {
             Error::Usage(format!(
-                "{} --timeline: this step's kernel for this GPU has no timeline stamps (steps 08, 09 and 10 have them on Hopper)",
+                "{} --timeline: this step's kernel for this GPU has no timeline stamps (steps 08, 09, 10 and 11 have them on Hopper)",
                 step.binary()
             ))
         })?;
@@ -653,18 +781,27 @@ pub fn timeline_main(
     set_global(&inst.module, gpu, "timeline_blocks", &(blocks as u32).to_le_bytes())?;
     set_global(&inst.module, gpu, "timeline_dropped", &0u32.to_le_bytes())?;
 
-    // Stamps must not change what the kernel computes.
-    let plain = session.output_of(id)?.to_vec();
-    let stamped = session.run_function(
-        &inst.function,
-        inst.file.launch,
-        &format!("{} with stamps", step.binary()),
-    )?;
-    if plain
-        .iter()
-        .map(|v| v.to_bits())
-        .ne(stamped.iter().map(|v| v.to_bits()))
-    {
+    // Stamps must not change what the kernel computes: bit for bit, in the step's format.
+    let what = format!("{} with stamps", step.binary());
+    let same = match step.format {
+        Format::Bf16 => {
+            let plain = session.output_of(id)?.to_vec();
+            let stamped = session.run_function(&inst.function, inst.file.launch, &what)?;
+            plain
+                .iter()
+                .map(|v| v.to_bits())
+                .eq(stamped.iter().map(|v| v.to_bits()))
+        }
+        Format::Mxfp8 => {
+            let plain = session.mx_output_of(id)?.to_vec();
+            let stamped = session.run_mx_function(&inst.function, inst.file.launch, &what)?;
+            plain
+                .iter()
+                .map(|v| v.to_bits())
+                .eq(stamped.iter().map(|v| v.to_bits()))
+        }
+    };
+    if !same {
         return Err(Error::Verification(format!(
             "{} built with TIMELINE=1 computes a different C than the plain build",
             step.binary()
@@ -674,7 +811,8 @@ pub fn timeline_main(
     // The overhead: both builds in one alternating loop.
     let this = &session;
     let mut run_plain = |i: usize| this.launch(id, i);
-    let mut run_stamped = |i: usize| (inst.file.launch)(&inst.function, &this.gpu.stream, &this.operands(i));
+    let mut run_stamped =
+        |i: usize| (inst.file.launch)(&inst.function, &this.gpu.stream, &this.operands_in(step.format, i)?);
     let plain_name = format!("{} plain", step.binary());
     let stamped_name = format!("{} TIMELINE=1", step.binary());
     let mut contenders = vec![
@@ -696,7 +834,7 @@ pub fn timeline_main(
         .memset_zeros(&mut buffer)
         .map_err(Error::cuda("clearing the stamps"))?;
     set_global(&inst.module, gpu, "timeline_dropped", &0u32.to_le_bytes())?;
-    (inst.file.launch)(&inst.function, &gpu.stream, &session.operands(0))?;
+    (inst.file.launch)(&inst.function, &gpu.stream, &session.operands_in(step.format, 0)?)?;
     gpu.finish(&format!("{} with stamps", step.binary()))?;
     let host = gpu
         .stream
@@ -729,12 +867,15 @@ pub fn timeline_main(
         dropped: dropped as u64,
         consumer_mma_share: consumer_share(&all_spans, &sms_shown, SpanKind::Mma),
         consumer_epilogue_share: consumer_share(&all_spans, &sms_shown, SpanKind::Epilogue),
+        consumer_convert_share: consumer_share(&all_spans, &sms_shown, SpanKind::Convert),
+        consumer_mma_wait_share: consumer_share(&all_spans, &sms_shown, SpanKind::MmaWait),
+        consumer_barrier_share: consumer_share(&all_spans, &sms_shown, SpanKind::Barrier),
         sms_shown,
         span_us: (end - origin) as f64 / 1e3,
     };
     println!(
         "{} --timeline at {shape}: plain {} ms, with stamps {} ms ({:+.1}% overhead, {} rounds); {} stamps, {} dropped; \
-         shown consumers spend {:.0}% of their time in MMA spans and {:.0}% in epilogues",
+         shown consumers spend {}",
         step.binary(),
         significant(summary.plain_ms, 4),
         significant(summary.instrumented_ms, 4),
@@ -742,11 +883,10 @@ pub fn timeline_main(
         summary.runs,
         summary.stamps,
         summary.dropped,
-        100.0 * summary.consumer_mma_share,
-        100.0 * summary.consumer_epilogue_share,
+        summary.consumer_time(),
     );
     let Some(book_dir) = book_dir else {
-        println!("note: no book/ folder here: the timeline figure and trace are not written");
+        println!("note: --no-record, or no book/ folder here: the timeline figure and trace are not written");
         return Ok(());
     };
     let slug = results::slug(&gpu_name);
@@ -821,7 +961,43 @@ pub(crate) mod tests {
             span_us: 1.9,
             consumer_mma_share: 0.5,
             consumer_epilogue_share: 0.2,
+            consumer_convert_share: 0.0,
+            consumer_mma_wait_share: 0.0,
+            consumer_barrier_share: 0.0,
         }
+    }
+
+    /// Step 11's consumers on one block (SM 3): per tile, K tile 0 converted before the loop, then per
+    /// K tile its MMAs issued, the next one converted, the MMAs waited for, the barrier passed.
+    pub(crate) fn converting_buffer() -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for t in 0..3u32 {
+            bytes.extend(stamp(1_000 + 100 * t as u64, 3, 0, 0, 1, t));
+        }
+        for wg in 1..3u32 {
+            let mut seq = 0;
+            let mut push = |bytes: &mut Vec<u8>, time: u64, event: u32| {
+                bytes.extend(stamp(time, 3, 0, wg, event, seq));
+                seq += 1;
+            };
+            push(&mut bytes, 1_000, 0); // tile start
+            push(&mut bytes, 1_100, 7); // K tile 0 converted ...
+            push(&mut bytes, 1_200, 8);
+            push(&mut bytes, 1_210, 9); // ... and both consumers there
+            for k in 0..3u64 {
+                let base = 1_210 + 400 * k;
+                push(&mut bytes, base + 20, 3); // MMAs of K tile k issued
+                if k + 1 < 3 {
+                    push(&mut bytes, base + 50, 7); // K tile k + 1: stage full, conversion ...
+                    push(&mut bytes, base + 250, 8); // ... done
+                }
+                push(&mut bytes, base + 350, 4); // MMAs done
+                push(&mut bytes, base + 400, 9); // barrier
+            }
+            push(&mut bytes, 2_500, 5);
+            push(&mut bytes, 2_700, 6);
+        }
+        bytes
     }
 
     #[test]
@@ -847,6 +1023,75 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_converting_consumer_has_conversions_waits_and_barriers_but_no_mma_spans() {
+        let stamps = parse_stamps(&converting_buffer());
+        assert_eq!(stamps.len(), 3 + 2 * (4 + 3 * 3 + 2 * 2 + 2));
+        assert!(stamps.iter().any(|s| s.event == Event::ConvertStart));
+        let all = spans(&stamps);
+        let lengths = |kind| {
+            all.iter()
+                .filter(|s| s.kind == kind && s.warpgroup == 1)
+                .map(|s| s.end_ns - s.start_ns)
+                .collect::<Vec<_>>()
+        };
+        assert!(lengths(SpanKind::Mma).is_empty());
+        assert_eq!(lengths(SpanKind::Convert), [100, 200, 200]);
+        // After each conversion until the MMAs are done; the last K tile has nothing to convert.
+        assert_eq!(lengths(SpanKind::MmaWait), [100, 100, 330]);
+        assert_eq!(lengths(SpanKind::MmaInFlight), [330, 330, 330]);
+        // The first barrier waits after K tile 0's conversion, the others after the MMAs.
+        assert_eq!(lengths(SpanKind::Barrier), [10, 50, 50, 50]);
+        assert_eq!(lengths(SpanKind::Epilogue), [200]);
+        // Active 1000 .. 2700: 500 converting, 530 waiting for MMAs, 160 at the barrier, 200 storing.
+        let share = |kind| consumer_share(&all, &[3], kind);
+        assert!((share(SpanKind::Convert) - 500.0 / 1700.0).abs() < 1e-12);
+        assert!((share(SpanKind::MmaWait) - 530.0 / 1700.0).abs() < 1e-12);
+        assert!((share(SpanKind::Barrier) - 160.0 / 1700.0).abs() < 1e-12);
+        let mut sum = summary(vec![3]);
+        sum.step = 11;
+        assert!(sum.consumer_time().contains("in MMA spans"));
+        sum.consumer_convert_share = share(SpanKind::Convert);
+        sum.consumer_mma_wait_share = share(SpanKind::MmaWait);
+        sum.consumer_barrier_share = share(SpanKind::Barrier);
+        assert_eq!(
+            sum.consumer_time(),
+            "29% of their time converting the next K tile, 31% waiting for their MMAs, 9% at the consumers' barrier and 20% in epilogues"
+        );
+        let svg = gantt_svg(&all, &sum, 1_000, 2_700).unwrap();
+        for kind in [
+            SpanKind::Convert,
+            SpanKind::MmaWait,
+            SpanKind::Barrier,
+            SpanKind::MmaInFlight,
+            SpanKind::Epilogue,
+        ] {
+            let words = kind.label().split('\'').next().unwrap(); // SVG escapes the apostrophe
+            assert!(svg.contains(words), "{kind:?}'s legend entry missing");
+        }
+        // Nested in the trace: the conversion and the wait inside the MMAs' flight.
+        let trace = trace_json(&all, &sum, 1_000);
+        let events = trace["traceEvents"].as_array().unwrap();
+        for name in ["convert", "mma wait", "barrier", "mmas in flight"] {
+            assert!(events.iter().any(|e| e["ph"] == "X" && e["name"] == name), "{name}");
+        }
+    }
+
+    /// Traces written before step 11 had no conversion shares: they still load, with zeros.
+    #[test]
+    fn summaries_without_the_conversion_shares_still_load() {
+        let mut value = serde_json::to_value(summary(vec![0])).unwrap();
+        for key in [
+            "consumer_convert_share",
+            "consumer_mma_wait_share",
+            "consumer_barrier_share",
+        ] {
+            assert!(value.as_object_mut().unwrap().remove(key).is_some(), "{key}");
+        }
+        let back: Summary = serde_json::from_value(value).unwrap();
+        assert_eq!(back, summary(vec![0]));
+    }
+
+    #[test]
     fn merging_joins_spans_closer_than_a_pixel() {
         let s = |a, b| Span {
             sm: 0,
@@ -858,6 +1103,12 @@ pub(crate) mod tests {
         };
         let merged = merge_for_drawing(&[s(0, 10), s(12, 20), s(40, 50)], 5);
         assert_eq!(merged, [s(0, 20), s(40, 50)]);
+        // A span of another kind in between (step 11's rows) does not stop the merge.
+        let other = Span {
+            kind: SpanKind::Barrier,
+            ..s(10, 12)
+        };
+        assert_eq!(merge_for_drawing(&[s(0, 10), other, s(12, 20)], 5), [s(0, 20), other]);
     }
 
     #[test]
@@ -906,7 +1157,7 @@ pub(crate) mod tests {
             .filter(|s| supports(s))
             .map(|s| s.id)
             .collect();
-        assert_eq!(with, [8, 9, 10]);
+        assert_eq!(with, [8, 9, 10, 11]);
         let file = &crate::run::steps::get(8).unwrap().kernels[0];
         let inst = instrumented(file);
         assert_eq!(inst.defines.last(), Some(&("TIMELINE", 1)));
@@ -914,6 +1165,13 @@ pub(crate) mod tests {
         let (blocks, capacity) = buffer_plan(file, Shape::square(4096), 132);
         assert_eq!(blocks, 32 * 16);
         assert!(capacity >= 3 * 64 + 8, "{capacity}");
+        // Step 11's consumers stamp five times a K tile; a persistent block of its has up to 8 tiles
+        // at 4096 on 132 SMs.
+        let file = &crate::run::steps::get(11).unwrap().kernels[0];
+        assert_eq!(file.targets, Targets::Hopper);
+        let (blocks, capacity) = buffer_plan(file, Shape::square(4096), 132);
+        assert_eq!(blocks, 32 * 16);
+        assert!(capacity >= (5 * 64 + 16) * 8, "{capacity}");
     }
 
     /// The stamps are empty macros in the plain build: its PTX has no trace of them, while the
@@ -924,7 +1182,7 @@ pub(crate) mod tests {
             eprintln!("skipped: no NVRTC");
             return;
         }
-        for id in [8u8, 9, 10] {
+        for id in [8u8, 9, 10, 11] {
             let file = crate::run::steps::get(id)
                 .unwrap()
                 .kernels

@@ -74,9 +74,10 @@ pub struct StepArgs {
     /// A run verifies and times every alternative beside the step's kernel anyway.
     #[arg(long, requires = "emit")]
     pub alternative: Option<String>,
-    /// Steps 08-10 on Hopper: build the kernel with timeline stamps (-DTIMELINE=1), check and time it
+    /// Steps 08-11 on Hopper: build the kernel with timeline stamps (-DTIMELINE=1), check and time it
     /// against the plain build (the overhead), run it once at the first shape and draw what a few SMs
-    /// did: figures/timeline-stepNN-<gpu>.svg and results/timelines/timeline-stepNN-<gpu>.json.
+    /// did: figures/timeline-stepNN-<gpu>.svg and results/timelines/timeline-stepNN-<gpu>.json
+    /// (not written with --no-record).
     #[arg(long, conflicts_with_all = ["sweep", "check", "profile", "emit"])]
     pub timeline: bool,
 }
@@ -269,7 +270,7 @@ pub fn step_main(id: u8) -> Result<()> {
         step.title
     );
     if args.timeline {
-        let book = args.common.book_dir();
+        let book = args.common.book_dir().filter(|_| !args.common.no_record);
         return crate::evidence::timeline::timeline_main(
             step,
             gpu,

@@ -364,11 +364,16 @@ impl Session {
     /// Enqueues a loaded kernel of a step (its own or an alternative) on input set `set` of the step's
     /// format.
     fn launch_loaded(&self, kernel: &LoadedKernel, set: usize) -> Result<()> {
-        let ops = match kernel.step.format {
-            Format::Bf16 => self.operands(set),
-            Format::Mxfp8 => self.mx_operands(set)?,
-        };
+        let ops = self.operands_in(kernel.step.format, set)?;
         (kernel.file.launch)(&kernel.function, &self.gpu.stream, &ops)
+    }
+
+    /// The operands of input set `set` in `format`: [`Session::operands`] or [`Session::mx_operands`].
+    pub fn operands_in(&self, format: Format, set: usize) -> Result<GemmOperands> {
+        match format {
+            Format::Bf16 => Ok(self.operands(set)),
+            Format::Mxfp8 => self.mx_operands(set),
+        }
     }
 
     /// The checks of a kernel that stands in for step `id`'s (an alternative design, a student's
