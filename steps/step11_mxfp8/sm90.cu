@@ -88,6 +88,7 @@ enum : int {
     C_BOXES = BN / C_BOX_COLUMNS,
     C_BUFFERS = 2,                       // staging buffers per consumer: one fills while one drains
     C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
+    CONSUMER_WARPS = 4 * CONSUMERS,      // each releases a stage for itself (below)
     CONSUMER_BARRIER = 1,                // named barrier of the 256 consumer threads
 };
 static_assert(WG_ROWS == 64, "each consumer computes one 64-row wgmma tile");
@@ -175,7 +176,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         if (use_tma_store) tma_prefetch_map(&c_map);
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], CONSUMERS * CLUSTER_M);
+            mbarrier_init(&empty[s], CONSUMER_WARPS * CLUSTER_M);
         }
         mbarrier_init_fence();
     }
@@ -233,8 +234,12 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         const int ctid = tid - 128 * warpgroup;
         const int warp = ctid / 32, lane = ctid % 32;
 
+        // A stage goes back once every consumer warp of both blocks has read it: each warp's loads of
+        // it (unlike step 10's MMAs, which a warpgroup waits for as one) are its own, so each warp
+        // arrives for itself, once its lanes are done.
         auto release = [&](int stage) {
-            if (ctid == 0) {
+            __syncwarp();
+            if (lane == 0) {
                 for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);
             }
         };

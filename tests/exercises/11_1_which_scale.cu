@@ -93,6 +93,7 @@ enum : int {
     C_BOXES = BN / C_BOX_COLUMNS,
     C_BUFFERS = 2,                       // staging buffers per consumer: one fills while one drains
     C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
+    CONSUMER_WARPS = 4 * CONSUMERS,      // each releases a stage for itself (below)
     CONSUMER_BARRIER = 1,                // named barrier of the 256 consumer threads
 };
 static_assert(WG_ROWS == 64, "each consumer computes one 64-row wgmma tile");
@@ -160,7 +161,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     u64* full = reinterpret_cast<u64*>(staging + C_STAGING_BYTES);
     u64* empty = full + STAGES;
 
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x; TIMELINE_INIT();
     const int warpgroup = tid / 128;
     const u32 rank = cluster_ctarank();
     const int k_tiles = (K + BK - 1) / BK;
@@ -180,7 +181,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         if (use_tma_store) tma_prefetch_map(&c_map);
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(&full[s], 1);
-            mbarrier_init(&empty[s], CONSUMERS * CLUSTER_M);
+            mbarrier_init(&empty[s], CONSUMER_WARPS * CLUSTER_M);
         }
         mbarrier_init_fence();
     }
@@ -201,7 +202,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             int it = 0;
             for (int index = cluster; index < order.count(); index += clusters) {
                 int m0, n0;
-                origin(index, m0, n0);
+                origin(index, m0, n0); TIMELINE_STAMP(TL_TILE_START);
                 for (int t = 0; t < k_tiles; ++t, ++it) {
                     const int stage = it % STAGES;
                     const u32 parity = (it / STAGES) & 1;
@@ -227,7 +228,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                             bulk_load(b_scales(stage) + i * 512,
                                       scale_b + ((i64)row_block * scale_blocks_k + kb) * 512, 512, &full[stage]);
                         }
-                    }
+                    } TIMELINE_STAMP(TL_TMA_ISSUED);
                 }
             }
         }
@@ -238,8 +239,12 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         const int ctid = tid - 128 * warpgroup;
         const int warp = ctid / 32, lane = ctid % 32;
 
+        // A stage goes back once every consumer warp of both blocks has read it: each warp's loads of
+        // it (unlike step 10's MMAs, which a warpgroup waits for as one) are its own, so each warp
+        // arrives for itself, once its lanes are done.
         auto release = [&](int stage) {
-            if (ctid == 0) {
+            __syncwarp();
+            if (lane == 0) {
                 for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);
             }
         };
@@ -351,7 +356,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         int it = 0;
         for (int index = cluster; index < order.count(); index += clusters) {
             int m0, n0;
-            origin(index, m0, n0);
+            origin(index, m0, n0); TIMELINE_STAMP(TL_TILE_START);
 
             // ANCHOR: consumer
             // While the MMAs of K tile t run, the consumers convert K tile t + 1: its B into the other
@@ -360,7 +365,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // its loop.
             auto convert = [&](int t, int next, u32 (&a_next)[4][4]) {
                 const int stage = next % STAGES;
-                mbarrier_wait(&full[stage], (next / STAGES) & 1);
+                mbarrier_wait(&full[stage], (next / STAGES) & 1); TIMELINE_STAMP(TL_CONVERT_START);
                 const Scales scales = read_scales(stage, t);
                 if (any_wide(scales)) {
                     convert_b(true, stage, next % B_BF16_BUFFERS, scales);
@@ -369,10 +374,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     convert_b(false, stage, next % B_BF16_BUFFERS, scales);
                     convert_a(false, stage, scales, a_next);
                 }
-                release(stage);
+                release(stage); TIMELINE_STAMP(TL_CONVERT_END);
             };
             convert(0, it, a[0]);
-            named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS);
+            named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS); TIMELINE_STAMP(TL_BARRIER);
             // K tile t's MMAs read a_now while K tile t + 1 is converted into a_next. The loop is
             // unrolled by two so that which set is which is known at compile time: registers cannot be
             // indexed at run time (the array would go to local memory).
@@ -384,15 +389,15 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 for (int s = 0; s < BK / 16; ++s) {
                     WgmmaRs<BN>::mma(acc, a_now[s], b_desc(buffer, s), (t > 0 || s > 0) ? 1 : 0);
                 }
-                wgmma_commit();
+                wgmma_commit(); TIMELINE_STAMP(TL_MMA_ISSUED);
                 if (t + 1 < k_tiles) convert(t + 1, it + 1, a_next);
-                wgmma_wait<0>();
+                wgmma_wait<0>(); TIMELINE_STAMP(TL_MMA_DONE);
                 wgmma_fence_operands(acc);
                 #pragma unroll
                 for (int s = 0; s < BK / 16; ++s) wgmma_fence_operands(a_now[s]);  // read until here
                 // Both halves of the next bf16 B tile are written, and both consumers' MMAs are done
                 // with this one, which K tile t + 2 overwrites.
-                named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS);
+                named_barrier_sync(CONSUMER_BARRIER, 128 * CONSUMERS); TIMELINE_STAMP(TL_BARRIER);
                 ++it;
             };
             for (int t = 0; t < k_tiles; t += 2) {
@@ -402,7 +407,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // ANCHOR_END: consumer
 
             // ANCHOR: epilogue
-            const int row0 = m0 + consumer * WG_ROWS;
+            const int row0 = m0 + consumer * WG_ROWS; TIMELINE_STAMP(TL_EPILOGUE_START);
             if (use_tma_store) {
                 // Step 10's chunks, in fp32: a chunk is 64 rows × 32 columns (128-byte rows, 128-byte
                 // swizzle). The fragment's pairs (row, 8j + 2t .. + 1) go out as 8-byte stores.
@@ -432,7 +437,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     named_barrier_sync(2 + consumer, 128);
                     if (ctid == 0) {
                         tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
-                        tma_store_commit();
+                        tma_store_commit(); TIMELINE_STAMP(TL_EPILOGUE_END);
                     }
                 }
             } else {
@@ -450,7 +455,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                         if (col + 1 < N) dst[1] = acc[4 * j + 2 * down + 1];
                     }
                 }
-            }
+            } TIMELINE_STAMP(TL_EPILOGUE_END);
             // ANCHOR_END: epilogue
         }
         if (use_tma_store && ctid == 0) tma_store_wait_read<0>();
