@@ -30,6 +30,11 @@ impl Shape {
         }
     }
 
+    /// How many `rows` × `cols` tiles cover C (the last row and column of tiles may be partial).
+    pub const fn tiles(&self, rows: u32, cols: u32) -> usize {
+        self.m.div_ceil(rows as usize) * self.n.div_ceil(cols as usize)
+    }
+
     /// Floating-point operations of one GEMM: a multiply and an add per (i, j, k).
     pub fn flops(&self) -> f64 {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64

@@ -412,8 +412,8 @@ pub fn max_active_clusters(function: &CudaFunction, stream: &CudaStream, launch:
 
 /// A persistent launch: one row of clusters of `cluster_size` blocks (`threads` threads and `smem`
 /// bytes of dynamic shared memory each), as many as fit on the GPU at once, or one per tile when there
-/// are fewer `tiles`. How many fit is asked of the driver once per kernel and kept in `fit`: the GPU
-/// does not change during a run.
+/// are fewer `tiles`. How many fit is asked of the driver once per kernel and configuration, and kept:
+/// the GPU does not change during a run, and the launches a timing loop makes should not each ask.
 pub fn persistent_launch(
     function: &CudaFunction,
     stream: &CudaStream,
@@ -421,19 +421,33 @@ pub fn persistent_launch(
     smem: u32,
     cluster_size: u32,
     tiles: usize,
-    fit: &std::sync::OnceLock<u32>,
 ) -> Result<Launch> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    /// A kernel (its handle) and the configuration asked about: threads, shared memory, cluster size.
+    type Asked = (usize, u32, u32, u32);
+    static FIT: Mutex<Option<HashMap<Asked, u32>>> = Mutex::new(None);
     let config = LaunchConfig {
         grid_dim: (cluster_size, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: smem,
     };
     let cluster = (cluster_size, 1, 1);
-    let clusters = match fit.get() {
-        Some(&clusters) => clusters,
+    let key = (function.cu_function() as usize, threads, smem, cluster_size);
+    let known = FIT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|fit| fit.get(&key).copied());
+    let clusters = match known {
+        Some(clusters) => clusters,
         None => {
             let clusters = max_active_clusters(function, stream, &Launch::clustered(config, cluster))?;
-            *fit.get_or_init(|| clusters)
+            FIT.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .insert(key, clusters);
+            clusters
         }
     };
     let mut config = config;

@@ -17,7 +17,6 @@ use cudarc::driver::{CudaFunction, CudaStream};
 /// The Hopper kernel's tile, roles, schedule and launch (step 09's kernel, made persistent).
 mod hopper {
     use super::*;
-    use std::sync::OnceLock;
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
     pub const BM: u32 = 128;
@@ -81,9 +80,8 @@ mod hopper {
         let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
         // ANCHOR: grid
         // One cluster per place on the GPU (the driver says how many fit), or one per tile.
-        static FIT: OnceLock<u32> = OnceLock::new();
-        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles, &FIT)?;
+        let tiles = s.tiles(CLUSTER_M * BM, BN);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
         // ANCHOR_END: grid
         launch_with_maps_in(
             func,
@@ -106,7 +104,6 @@ mod blackwell {
     use crate::encoding::sm100::{self, AccumType, InputType};
     use crate::encoding::tma::TensorMap;
     use crate::encoding::{Major, LBO_IGNORED};
-    use std::sync::OnceLock;
 
     /// Blocks per cluster along M: a pair, the two halves of one 2-SM MMA.
     pub const CLUSTER_M: u32 = 2;
@@ -203,9 +200,8 @@ mod blackwell {
         // ANCHOR: blackwell_grid
         // One pair per place on the GPU, or one per tile: the Hopper twin's mechanism. The occupancy
         // calculator knows nothing of TMEM; the shared memory keeps it to one block per SM.
-        static FIT: OnceLock<u32> = OnceLock::new();
-        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles, &FIT)?;
+        let tiles = s.tiles(CLUSTER_M * BM, BN);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
         // ANCHOR_END: blackwell_grid
         launch_with_maps_in(
             func,

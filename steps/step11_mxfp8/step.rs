@@ -23,7 +23,6 @@ use cudarc::driver::{CudaFunction, CudaStream};
 mod hopper {
     use super::*;
     use crate::encoding::{sm90, SmemSwizzle};
-    use std::sync::OnceLock;
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
     pub const BM: u32 = 128;
@@ -87,9 +86,8 @@ mod hopper {
         // ANCHOR_END: maps
         let (c_map, use_tma_store) =
             tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS, TmaSwizzle::B128)?;
-        static FIT: OnceLock<u32> = OnceLock::new();
-        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles, &FIT)?;
+        let tiles = s.tiles(CLUSTER_M * BM, BN);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
         launch_mx_with_maps_in(
             func,
             stream,
@@ -109,7 +107,6 @@ const HOPPER: KernelFile = hopper::KERNEL;
 mod promote {
     use super::*;
     use crate::encoding::{sm90, SmemSwizzle};
-    use std::sync::OnceLock;
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
     pub const BM: u32 = 128;
@@ -171,9 +168,8 @@ mod promote {
         let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
         let (c_map, use_tma_store) =
             tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS, TmaSwizzle::B128)?;
-        static FIT: OnceLock<u32> = OnceLock::new();
-        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles, &FIT)?;
+        let tiles = s.tiles(CLUSTER_M * BM, BN);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
         launch_mx_with_maps_in(
             func,
             stream,
@@ -199,7 +195,6 @@ mod blackwell {
     use super::*;
     use crate::encoding::sm100_mx::{self, MxType, ScaleType};
     use crate::encoding::{sm100, Major, SmemSwizzle, LBO_IGNORED};
-    use std::sync::OnceLock;
 
     /// Blocks per cluster along M: a pair, the two halves of one 2-SM MMA.
     pub const CLUSTER_M: u32 = 2;
@@ -312,9 +307,8 @@ mod blackwell {
         let (c_map, use_tma_store) =
             tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, CHUNK_COLS, TmaSwizzle::B128)?;
         // One pair per place on the GPU, or one per tile: step 10's mechanism.
-        static FIT: OnceLock<u32> = OnceLock::new();
-        let tiles = s.m.div_ceil((CLUSTER_M * BM) as usize) * s.n.div_ceil(BN as usize);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles, &FIT)?;
+        let tiles = s.tiles(CLUSTER_M * BM, BN);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
         launch_mx_with_maps_in(
             func,
             stream,
