@@ -328,7 +328,7 @@ fn on_the_gpu_the_conversion_is_exact_for_every_byte_and_scale() {
 /// Step 11's kernel where some scales are wide (above 134: blocks whose largest element is 2^16 or
 /// more), so that some warps take the two-multiplication path in some K tiles and the others the one-
 /// multiplication path: rows of A and B scaled by 2^20 (exact in bf16) in a pattern that gives every
-/// consumer warp both kinds of K tile.
+/// consumer warp both kinds of K tile. The same inputs show design (a)'s limited fp8 accumulation.
 #[test]
 fn on_the_gpu_step_11_is_exact_with_wide_scales() {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
@@ -354,14 +354,39 @@ fn on_the_gpu_step_11_is_exact_with_wide_scales() {
     let wide = mx.a.scales.iter().chain(&mx.b.scales).filter(|&&s| s > 134).count();
     assert!(wide > 0, "the test needs scale bytes above 134");
     let mut session = Session::with_inputs(gpu, inputs).unwrap_or_else(|e| panic!("{e}"));
-    // The step's own kernel only: design (a) (sm90_promote.cu) misses the fp32 bound here, on elements
-    // that one wide block dominates, because the fp8 MMA adds a block's 32 products with less than
-    // fp32's precision (chapter 11, "Design (a), built and measured").
+    // The step's own kernel must pass. Design (a) (sm90_promote.cu) misses the fp32 bound here, on
+    // elements that one wide block dominates, because the fp8 MMA adds a block's 32 products with less
+    // than fp32's precision (chapter 11, "Design (a), built and measured"): checked below.
     let checks = session.verify(11).unwrap_or_else(|e| panic!("step11 {shape}: {e}"));
     for check in &checks {
         println!("step11 {shape}, {wide} wide scales: {check}");
     }
     assert!(checks.len() == 4 && checks.iter().all(|c| c.passed));
+
+    // What chapter 11 says of design (a) here: it misses the elementwise fp32 bound, on a few elements,
+    // by a precision loss and not by a wrong value (where it fails, its relative Frobenius error stays
+    // under a tenth of that check's bound). If this stops failing, the chapter's sentence is out of date.
+    let (file, function) = {
+        let promote = &session.alternatives(11).unwrap_or_else(|e| panic!("{e}"))[0];
+        (promote.file, promote.function.clone())
+    };
+    let checks = session
+        .verify_beside(11, &function, file.launch, file.path)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.path));
+    for check in &checks {
+        println!("{} {shape}, {wide} wide scales: {check}", file.path);
+    }
+    assert!(
+        checks.iter().any(|c| !c.passed),
+        "design (a) met every bound on wide scales"
+    );
+    assert!(
+        checks
+            .iter()
+            .filter(|c| !c.passed)
+            .all(|c| c.rel_fro < c.rel_fro_bound / 10.0),
+        "design (a) is wrong, not imprecise"
+    );
 }
 
 /// Step 11's own kernel, verified like every step (against step 10 on the dequantized operands,
