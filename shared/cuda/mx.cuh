@@ -11,9 +11,9 @@
 #pragma once
 #include "common.cuh"
 
-// 2^(s − 127) as an fp32, the factor design (a) promotes with (sm90_promote.cu): fp32 has bf16's
-// exponent field, so the bits are s << 23 for s = 1 .. 254; s = 0 is 2^−127, an fp32 subnormal
-// (0x00400000); s = 255 is NaN.
+// 2^(s − 127) as an fp32: the factor design (a) promotes with (sm90_promote.cu), and, its upper half,
+// the wide path's bf16 factor below. fp32 has bf16's exponent field, so the bits are s << 23 for
+// s = 1 .. 254; s = 0 is 2^−127, an fp32 subnormal (0x00400000); s = 255 is NaN.
 __device__ __forceinline__ float e8m0_to_f32(u32 s) {
     return __uint_as_float(s == 0 ? 0x00400000u : (s == 255 ? 0x7FC00000u : s << 23));
 }
@@ -61,7 +61,7 @@ __device__ __forceinline__ void e4m3x4_place(u32 four, u32& even, u32& odd) {
 __device__ __forceinline__ u32 narrow_scale_bf16x2(u32 s) { return s * 0x00800080u + 0x3C003C00u; }
 
 __device__ __forceinline__ u32 wide_scale_bf16x2(u32 s) {
-    const u32 bits = s == 0 ? 0x0040u : (s == 255 ? 0x7FC0u : s << 7);
+    const u32 bits = __float_as_uint(e8m0_to_f32(s)) >> 16;  // a bf16 is an fp32's upper half
     return bits | (bits << 16);
 }
 

@@ -23,6 +23,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("cluster.cuh", include_str!("../cuda/cluster.cuh")),
     ("warpgroup.cuh", include_str!("../cuda/warpgroup.cuh")),
     ("mx.cuh", include_str!("../cuda/mx.cuh")),
+    ("epilogue.cuh", include_str!("../cuda/epilogue.cuh")),
     ("timeline.cuh", include_str!("../cuda/timeline.cuh")),
 ];
 

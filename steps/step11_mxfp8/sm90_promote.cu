@@ -31,6 +31,7 @@
 #include "cluster.cuh"
 #include "warpgroup.cuh"
 #include "mx.cuh"
+#include "epilogue.cuh"
 
 #ifndef BM
 #error "BM (rows of C per block) is set by step.rs"
@@ -73,9 +74,7 @@ enum : int {
     STAGE_BYTES = A_TILE_BYTES + B_TILE_BYTES + SCALE_BYTES + FACTOR_BYTES,
     CLUSTER_MASK = (1 << CLUSTER_M) - 1,
     ACC = BN / 2,                        // fp32 accumulators a thread holds for a 64 × BN wgmma tile
-    C_BOX_COLUMNS = 32,                  // a TMA store box: WG_ROWS rows × 32 fp32 (128 bytes)
-    C_BOX_BYTES = WG_ROWS * 128,
-    C_BOXES = BN / C_BOX_COLUMNS,
+    C_BOX_BYTES = WG_ROWS * 128,         // a TMA store box of C: WG_ROWS rows × 32 fp32 (epilogue.cuh)
     C_BUFFERS = 2,                       // staging buffers per consumer: one fills while one drains
     C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
 };
@@ -321,57 +320,15 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             }
             // ANCHOR_END: consumer
 
-            // sm90.cu's epilogue, with BN / 32 chunks. Its fragment is worked out here from a lane index
-            // the compiler cannot hoist: kept live through the main loop, its addresses cost registers
-            // the promotion needs (ptxas spilled them).
+            // sm90.cu's epilogue (epilogue.cuh), with BN / 32 chunks. Its fragment is worked out here
+            // from a lane index the compiler cannot hoist: kept live through the main loop, its addresses
+            // cost registers the promotion needs (ptxas spilled them).
             const int row0 = m0 + consumer * WG_ROWS;
             u32 lane_now;
             asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane_now));
             const WgmmaFragment frag(ctid - lane + lane_now);
-            if (use_tma_store) {
-                unsigned char* my_staging = staging + consumer * C_BUFFERS * C_BOX_BYTES;
-                const u32 staging_address = smem_address(my_staging);
-                #pragma unroll
-                for (int c = 0; c < C_BOXES; ++c) {
-                    const int buffer = c % C_BUFFERS;
-                    if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
-                    named_barrier_sync(2 + consumer, 128);
-                    #pragma unroll
-                    for (int j = 4 * c; j < 4 * c + 4; ++j) {
-                        #pragma unroll
-                        for (int down = 0; down < 2; ++down) {
-                            const int row = frag.row + 8 * down;
-                            const int column = (8 * j + frag.column) % C_BOX_COLUMNS;  // 0 .. 31 in the box
-                            const int chunk = column / 4;
-                            const u32 address = staging_address + buffer * C_BOX_BYTES + row * 128 +
-                                                ((chunk ^ (row % 8)) * 16) + (column % 4) * 4;
-                            asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address),
-                                         "f"(acc[4 * j + 2 * down]), "f"(acc[4 * j + 2 * down + 1])
-                                         : "memory");
-                        }
-                    }
-                    fence_async_shared();
-                    named_barrier_sync(2 + consumer, 128);
-                    if (ctid == 0) {
-                        tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
-                        tma_store_commit();
-                    }
-                }
-            } else {
-                // N % 4 != 0: no tensor map for C (rows of fp32 must start on 16 bytes). Direct stores.
-                #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
-                    const int col = n0 + frag.column + 8 * j;
-                    #pragma unroll
-                    for (int down = 0; down < 2; ++down) {
-                        const int row = row0 + frag.row + 8 * down;
-                        if (row >= M) continue;
-                        float* dst = C + (i64)row * N + col;
-                        if (col < N) dst[0] = acc[4 * j + 2 * down];
-                        if (col + 1 < N) dst[1] = acc[4 * j + 2 * down + 1];
-                    }
-                }
-            }
+            store_c_f32<BN>(acc, frag, ctid, 2 + consumer, staging + consumer * C_BUFFERS * C_BOX_BYTES, &c_map,
+                            use_tma_store, C, M, N, row0, n0);
         }
         if (use_tma_store && ctid == 0) tma_store_wait_read<0>();
     }

@@ -18,6 +18,47 @@ use crate::run::registry::{
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
+/// What the persistent launch of a Hopper kernel of this step needs to know of it (both kernels, the
+/// step's and design (a), take the same arguments and launch the same way).
+struct HopperLaunch {
+    /// Rows of `C` per block and columns per block (and cluster).
+    bm: u32,
+    bn: u32,
+    /// The K tile, in e4m3 elements: the bytes of a row of the A and B boxes.
+    bk: u32,
+    /// How the TMA lays the e4m3 rows out in shared memory.
+    swizzle: TmaSwizzle,
+    threads: u32,
+    smem: u32,
+    cluster_m: u32,
+    /// A store box of fp32 `C`: rows × columns.
+    c_box: (u32, u32),
+}
+
+impl HopperLaunch {
+    fn launch(&self, func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        // ANCHOR: maps
+        // e4m3 tiles: `bk` bytes a row (the step's kernel: 64, with the 64-byte swizzle, conflict-free
+        // for ldmatrix and the converter); each block of a cluster loads its slice of B for both.
+        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, self.bm, self.bk, self.swizzle)?;
+        let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, self.bn / self.cluster_m, self.bk, self.swizzle)?;
+        // ANCHOR_END: maps
+        let (c_map, use_tma_store) =
+            tma::store_map_for_c_f32(ops.c, s.m, s.n, self.c_box.0, self.c_box.1, TmaSwizzle::B128)?;
+        let tiles = s.tiles(self.cluster_m * self.bm, self.bn);
+        let launch = persistent_launch(func, stream, self.threads, self.smem, self.cluster_m, tiles)?;
+        launch_mx_with_maps_in(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            launch,
+        )
+    }
+}
+
 /// The Hopper kernel's tile, roles and launch: step 10's persistent pipeline on e4m3 tiles, with the
 /// conversion to bf16 in the consumers.
 mod hopper {
@@ -78,24 +119,17 @@ mod hopper {
     };
 
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
-        let s = ops.shape;
-        // ANCHOR: maps
-        // e4m3 tiles of 64 bytes a row, 64-byte swizzle (conflict-free for ldmatrix and the converter).
-        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B64)?;
-        let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B64)?;
-        // ANCHOR_END: maps
-        let (c_map, use_tma_store) =
-            tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS, TmaSwizzle::B128)?;
-        let tiles = s.tiles(CLUSTER_M * BM, BN);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
-        launch_mx_with_maps_in(
-            func,
-            stream,
-            &[a_map, b_map, c_map],
-            ops,
-            &[use_tma_store as i32],
-            launch,
-        )
+        HopperLaunch {
+            bm: BM,
+            bn: BN,
+            bk: BK,
+            swizzle: TmaSwizzle::B64,
+            threads: THREADS,
+            smem: SMEM_BYTES,
+            cluster_m: CLUSTER_M,
+            c_box: (C_BOX_ROWS, C_BOX_COLS),
+        }
+        .launch(func, stream, ops)
     }
 }
 
@@ -163,21 +197,17 @@ mod promote {
     };
 
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
-        let s = ops.shape;
-        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
-        let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
-        let (c_map, use_tma_store) =
-            tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS, TmaSwizzle::B128)?;
-        let tiles = s.tiles(CLUSTER_M * BM, BN);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
-        launch_mx_with_maps_in(
-            func,
-            stream,
-            &[a_map, b_map, c_map],
-            ops,
-            &[use_tma_store as i32],
-            launch,
-        )
+        HopperLaunch {
+            bm: BM,
+            bn: BN,
+            bk: BK,
+            swizzle: TmaSwizzle::B128,
+            threads: THREADS,
+            smem: SMEM_BYTES,
+            cluster_m: CLUSTER_M,
+            c_box: (C_BOX_ROWS, C_BOX_COLS),
+        }
+        .launch(func, stream, ops)
     }
 }
 

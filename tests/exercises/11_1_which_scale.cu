@@ -43,6 +43,7 @@
 #include "cluster.cuh"
 #include "warpgroup.cuh"
 #include "mx.cuh"
+#include "epilogue.cuh"
 
 #ifndef BM
 #error "BM (rows of C per block) is set by step.rs"
@@ -88,9 +89,7 @@ enum : int {
     BF16_ROW_BYTES = BK * 2,             // a converted bf16 row: 128 bytes, 128-byte swizzle
     B_BF16_BYTES = BN * BF16_ROW_BYTES,
     B_BF16_BUFFERS = 2,                  // one read by the MMAs while the next is filled
-    C_BOX_COLUMNS = 32,                  // a TMA store box: WG_ROWS rows × 32 fp32 (128 bytes)
-    C_BOX_BYTES = WG_ROWS * 128,
-    C_BOXES = BN / C_BOX_COLUMNS,
+    C_BOX_BYTES = WG_ROWS * 128,         // a TMA store box of C: WG_ROWS rows × 32 fp32 (epilogue.cuh)
     C_BUFFERS = 2,                       // staging buffers per consumer: one fills while one drains
     C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
     CONSUMER_WARPS = 4 * CONSUMERS,      // each releases a stage for itself (below)
@@ -407,55 +406,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // ANCHOR_END: consumer
 
             // ANCHOR: epilogue
+            // Step 10's chunked epilogue, in fp32 (epilogue.cuh).
             const int row0 = m0 + consumer * WG_ROWS; TIMELINE_STAMP(TL_EPILOGUE_START);
-            if (use_tma_store) {
-                // Step 10's chunks, in fp32: a chunk is 64 rows × 32 columns (128-byte rows, 128-byte
-                // swizzle). The fragment's pairs (row, 8j + 2t .. + 1) go out as 8-byte stores.
-                unsigned char* my_staging = staging + consumer * C_BUFFERS * C_BOX_BYTES;
-                const u32 staging_address = smem_address(my_staging);
-                const WgmmaFragment frag(ctid);
-                #pragma unroll
-                for (int c = 0; c < C_BOXES; ++c) {
-                    const int buffer = c % C_BUFFERS;
-                    if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
-                    named_barrier_sync(2 + consumer, 128);
-                    #pragma unroll
-                    for (int j = 4 * c; j < 4 * c + 4; ++j) {
-                        #pragma unroll
-                        for (int down = 0; down < 2; ++down) {
-                            const int row = frag.row + 8 * down;
-                            const int column = (8 * j + frag.column) % C_BOX_COLUMNS;  // 0 .. 31 in the box
-                            const int chunk = column / 4;
-                            const u32 address = staging_address + buffer * C_BOX_BYTES + row * 128 +
-                                                ((chunk ^ (row % 8)) * 16) + (column % 4) * 4;
-                            asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address),
-                                         "f"(acc[4 * j + 2 * down]), "f"(acc[4 * j + 2 * down + 1])
-                                         : "memory");
-                        }
-                    }
-                    fence_async_shared();
-                    named_barrier_sync(2 + consumer, 128);
-                    if (ctid == 0) {
-                        tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
-                        tma_store_commit(); TIMELINE_STAMP(TL_EPILOGUE_END);
-                    }
-                }
-            } else {
-                // N % 4 != 0: no tensor map for C (rows of fp32 must start on 16 bytes). Direct stores.
-                const WgmmaFragment frag(ctid);
-                #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
-                    const int col = n0 + frag.column + 8 * j;
-                    #pragma unroll
-                    for (int down = 0; down < 2; ++down) {
-                        const int row = row0 + frag.row + 8 * down;
-                        if (row >= M) continue;
-                        float* dst = C + (i64)row * N + col;
-                        if (col < N) dst[0] = acc[4 * j + 2 * down];
-                        if (col + 1 < N) dst[1] = acc[4 * j + 2 * down + 1];
-                    }
-                }
-            } TIMELINE_STAMP(TL_EPILOGUE_END);
+            store_c_f32<BN>(acc, WgmmaFragment(ctid), ctid, 2 + consumer, staging + consumer * C_BUFFERS * C_BOX_BYTES,
+                            &c_map, use_tma_store, C, M, N, row0, n0); TIMELINE_STAMP(TL_EPILOGUE_END);
             // ANCHOR_END: epilogue
         }
         if (use_tma_store && ctid == 0) tma_store_wait_read<0>();

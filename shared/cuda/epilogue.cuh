@@ -1,0 +1,64 @@
+// epilogue.cuh: a consumer warpgroup's 64 × TILE_N tile of fp32 accumulators (the wgmma fragment
+// layout, wgmma.cuh) written to fp32 C. Step 11's kernels (the step's and design (a)) share it.
+#pragma once
+#include "common.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+#include "warpgroup.cuh"
+
+// ANCHOR: store_f32
+// Step 10's chunked epilogue, in fp32: a chunk is 64 rows × 32 columns (128-byte rows, 128-byte
+// swizzle), staged in one of two 8 KiB buffers (`staging`, 16 KiB, 1024-byte aligned) while the other
+// drains through a TMA store; `barrier` is a named barrier of this warpgroup's 128 threads. The
+// fragment's pairs (row, 8j + 2t .. + 1) go out as 8-byte stores. Without a tensor map for C
+// (`use_tma_store` false: N % 4 != 0, so rows of fp32 do not start on 16 bytes) the pairs go to C
+// directly. The caller waits for the last stores' reads (tma_store_wait_read<0>) before it exits.
+template <int TILE_N>
+__device__ __forceinline__ void store_c_f32(const float (&acc)[TILE_N / 2], const WgmmaFragment& frag, int thread,
+                                            int barrier, unsigned char* staging, const TensorMap* c_map,
+                                            bool use_tma_store, float* C, int M, int N, int row0, int n0) {
+    constexpr int BOX_COLUMNS = 32, BOX_BYTES = 64 * 128, BUFFERS = 2;
+    if (use_tma_store) {
+        const u32 staging_address = smem_address(staging);
+        #pragma unroll
+        for (int c = 0; c < TILE_N / BOX_COLUMNS; ++c) {
+            const int buffer = c % BUFFERS;
+            if (thread == 0) tma_store_wait_read<BUFFERS - 1>();
+            named_barrier_sync(barrier, 128);
+            #pragma unroll
+            for (int j = 4 * c; j < 4 * c + 4; ++j) {
+                #pragma unroll
+                for (int down = 0; down < 2; ++down) {
+                    const int row = frag.row + 8 * down;
+                    const int column = (8 * j + frag.column) % BOX_COLUMNS;  // 0 .. 31 in the box
+                    const int chunk = column / 4;
+                    const u32 address = staging_address + buffer * BOX_BYTES + row * 128 + ((chunk ^ (row % 8)) * 16) +
+                                        (column % 4) * 4;
+                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(acc[4 * j + 2 * down]),
+                                 "f"(acc[4 * j + 2 * down + 1])
+                                 : "memory");
+                }
+            }
+            fence_async_shared();
+            named_barrier_sync(barrier, 128);
+            if (thread == 0) {
+                tma_store_2d(c_map, staging + buffer * BOX_BYTES, n0 + c * BOX_COLUMNS, row0);
+                tma_store_commit();
+            }
+        }
+    } else {
+        #pragma unroll
+        for (int j = 0; j < TILE_N / 8; ++j) {
+            const int col = n0 + frag.column + 8 * j;
+            #pragma unroll
+            for (int down = 0; down < 2; ++down) {
+                const int row = row0 + frag.row + 8 * down;
+                if (row >= M) continue;
+                float* dst = C + (i64)row * N + col;
+                if (col < N) dst[0] = acc[4 * j + 2 * down];
+                if (col + 1 < N) dst[1] = acc[4 * j + 2 * down + 1];
+            }
+        }
+    }
+}
+// ANCHOR_END: store_f32
