@@ -169,7 +169,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(&full[s], 1);
             mbarrier_init(&ready[s], 32);
-            mbarrier_init(&empty[s], CONSUMERS * CLUSTER_M);
+            mbarrier_init(&empty[s], 4 * CONSUMERS * CLUSTER_M);  // every consumer warp of both blocks
         }
         mbarrier_init_fence();
     }
@@ -248,8 +248,11 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         const int ctid = tid - 128 * warpgroup;
         const int lane = ctid % 32;
 
+        // Each warp releases a stage for itself, as in sm90.cu: besides the MMAs (waited for by the whole
+        // warpgroup), each thread's own loads of the stage's factors read it.
         auto release = [&](int stage) {
-            if (ctid == 0) {
+            __syncwarp();
+            if (lane == 0) {
                 for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);
             }
         };
