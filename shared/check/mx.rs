@@ -426,7 +426,7 @@ fn not_a_gemm(_: &CudaFunction, _: &CudaStream, _: &GemmOperands) -> crate::erro
     ))
 }
 
-/// Threads per block of the dequantize kernel; each converts 16 elements.
+/// Threads per block of the dequantize kernel; each converts 8 elements.
 const DEQUANT_THREADS: u32 = 256;
 
 /// Enqueues the dequantization of a `rows`×`k` MX operand (`q`: e4m3 bytes, `scales`: blocked e8m0)
@@ -441,7 +441,7 @@ pub fn launch_dequantize(
     k: usize,
 ) -> crate::error::Result<()> {
     use cudarc::driver::{LaunchConfig, PushKernelArg};
-    let threads = (rows * (k / 16)) as u64;
+    let threads = (rows * (k / 8)) as u64;
     let config = LaunchConfig {
         grid_dim: (threads.div_ceil(u64::from(DEQUANT_THREADS)) as u32, 1, 1),
         block_dim: (DEQUANT_THREADS, 1, 1),

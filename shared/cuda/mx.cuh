@@ -18,9 +18,15 @@ __device__ __forceinline__ float e8m0_to_f32(u32 s) {
     return __uint_as_float(s == 0 ? 0x00400000u : (s == 255 ? 0x7FC00000u : s << 23));
 }
 
+// (mul.bf16x2 is sm_90's; on sm_80, where only the dequantize baseline runs, a fused multiply-add
+// with −0 as the addend gives the same bits, signed zeros included.)
 __device__ __forceinline__ u32 bf16x2_mul(u32 a, u32 b) {
     u32 d;
+#if __CUDA_ARCH__ >= 900
     asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
+#endif
     return d;
 }
 

@@ -147,6 +147,20 @@ struct WgmmaRs<256> {
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
     }
 };
+template <>
+struct WgmmaRs<128> {
+    __device__ __forceinline__ static void mma(float (&d)[64], const u32 (&a)[4], u64 b_desc, int accumulate) {
+        asm volatile(
+            "{\n"
+            ".reg .pred accumulate;\n"
+            "setp.ne.b32 accumulate, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" WGMMA_D64 "}, {%64, %65, %66, %67}, %68,"
+            " accumulate, 1, 1, 0;\n"
+            "}\n"
+            : WGMMA_RW_32(d, 0), WGMMA_RW_32(d, 32)
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(accumulate));
+    }
+};
 // ANCHOR_END: wgmma_rs
 
 // ANCHOR: wgmma_e4m3

@@ -59,14 +59,34 @@ pub fn version() -> Result<(i32, i32)> {
 /// The `-D` options, in the order the step lists them. Small values stay plain decimals (so `BM` is an
 /// ordinary `int` in the kernel); 64-bit encodings are written as unsigned hex.
 fn define_options(kernel: &KernelFile) -> Vec<String> {
-    kernel
+    let mut options: Vec<String> = kernel
         .defines
         .iter()
         .map(|(name, value)| match *value {
             v if v <= i32::MAX as u64 => format!("-D{name}={v}"),
             v => format!("-D{name}={v:#x}ULL"),
         })
-        .collect()
+        .collect();
+    options.extend(experiment_defines().into_iter().map(|d| format!("-D{d}")));
+    options
+}
+
+/// The environment variable of development experiments: `NAME=VALUE,NAME=VALUE` adds defines to (or,
+/// coming last, overrides those of) every kernel this process compiles. A run with it set records
+/// nothing (`run::session`), so no experiment's number reaches the book as the step's.
+pub const EXPERIMENT_ENV: &str = "GEMM_LADDER_EXPERIMENT_DEFINES";
+
+/// The defines [`EXPERIMENT_ENV`] asks for (empty when it is unset).
+pub fn experiment_defines() -> Vec<String> {
+    std::env::var(EXPERIMENT_ENV)
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Compiles one kernel file for `arch`.

@@ -218,6 +218,13 @@ fn record(args: &CommonArgs, gpu: &Gpu, records: &[StepRecord]) -> Result<()> {
     if args.no_record || args.check || records.is_empty() {
         return Ok(());
     }
+    if !nvrtc::experiment_defines().is_empty() {
+        eprintln!(
+            "note: {} is set (a development experiment): results not recorded",
+            nvrtc::EXPERIMENT_ENV
+        );
+        return Ok(());
+    }
     let Some(book_dir) = args.book_dir() else {
         eprintln!("note: no book/ folder here (run from the crate root or pass --book DIR): results not recorded");
         return Ok(());

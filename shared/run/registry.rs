@@ -130,6 +130,9 @@ pub struct GemmOperands {
     pub scale_a: u64,
     /// MXFP8: `B`'s e8m0 scales, blocked layout; 0 otherwise.
     pub scale_b: u64,
+    /// MXFP8: scratch room for one N×K bf16 operand, which a step may fill and read within its launch
+    /// (step 11 dequantizes B into it once); 0 otherwise.
+    pub workspace: u64,
     pub shape: Shape,
 }
 
@@ -389,6 +392,51 @@ impl Launch {
             "this GPU cannot {verb} clusters of {x}×{y}×{z} blocks of {} threads with {} bytes of shared memory",
             self.config.block_dim.0, self.config.shared_mem_bytes
         )
+    }
+}
+
+/// Enqueues `entry`, another kernel of the module `function` was loaded from (a step's pre-pass), as a
+/// plain launch of `grid` blocks of `threads` threads; `params` points at its arguments, in order.
+///
+/// # Safety
+/// `params` must match `entry`'s signature, and the memory its pointers name must be valid for it.
+pub unsafe fn launch_sibling(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    entry: &str,
+    grid: u32,
+    threads: u32,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    use cudarc::driver::sys;
+    let what = format!("launching {entry}");
+    let name = std::ffi::CString::new(entry).map_err(|_| Error::Other(format!("{what}: bad name")))?;
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    let mut sibling: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: `function` is loaded, so its module is; the out-pointers are valid; the caller vouches
+    // for `params`.
+    unsafe {
+        sys::cuFuncGetModule(&mut module, function.cu_function())
+            .result()
+            .map_err(Error::cuda(what.clone()))?;
+        sys::cuModuleGetFunction(&mut sibling, module, name.as_ptr())
+            .result()
+            .map_err(Error::cuda(what.clone()))?;
+        sys::cuLaunchKernel(
+            sibling,
+            grid,
+            1,
+            1,
+            threads,
+            1,
+            1,
+            0,
+            stream.cu_stream(),
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+        .result()
+        .map_err(Error::cuda(what))
     }
 }
 

@@ -14,14 +14,15 @@
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_mx_with_maps_in, persistent_launch, Alternative, Format, GemmOperands, KernelFile, Step, Targets,
+    launch_mx_with_maps_in, launch_sibling, persistent_launch, Alternative, Format, GemmOperands, KernelFile, Step,
+    Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
-/// What the persistent launch of a Hopper kernel of this step needs to know of it (both kernels, the
-/// step's and design (a), take the same arguments and launch the same way).
+/// What the persistent launch of a Hopper kernel of this step needs to know of it (all of them, the
+/// step's and its alternatives, take the same arguments and launch the same way).
 struct HopperLaunch {
-    /// Rows of `C` per block and columns per block (and cluster).
+    /// Rows of `C` per block and columns per block.
     bm: u32,
     bn: u32,
     /// The K tile, in e4m3 elements: the bytes of a row of the A and B boxes.
@@ -30,24 +31,43 @@ struct HopperLaunch {
     swizzle: TmaSwizzle,
     threads: u32,
     smem: u32,
-    cluster_m: u32,
+    /// Blocks per cluster, and which operand they share: the one the cluster's blocks lie along.
+    cluster: u32,
+    shared: SharedOperand,
     /// A store box of fp32 `C`: rows × columns.
     c_box: (u32, u32),
+}
+
+/// The operand the blocks of a cluster share (each loads one slice of it for all of them).
+#[derive(Clone, Copy, PartialEq)]
+enum SharedOperand {
+    /// The blocks lie along N, one above the other's columns: they share the rows of A.
+    A,
+    /// The blocks lie along M: they share the rows of B.
+    B,
 }
 
 impl HopperLaunch {
     fn launch(&self, func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
+        let (a_rows, b_rows) = match self.shared {
+            SharedOperand::A => (self.bm / self.cluster, self.bn),
+            SharedOperand::B => (self.bm, self.bn / self.cluster),
+        };
         // ANCHOR: maps
         // e4m3 tiles: `bk` bytes a row (the step's kernel: 64, with the 64-byte swizzle, conflict-free
-        // for ldmatrix and the converter); each block of a cluster loads its slice of B for both.
-        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, self.bm, self.bk, self.swizzle)?;
-        let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, self.bn / self.cluster_m, self.bk, self.swizzle)?;
+        // for ldmatrix and the converter); each block of a cluster loads its slice of the shared
+        // operand for both.
+        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, a_rows, self.bk, self.swizzle)?;
+        let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, b_rows, self.bk, self.swizzle)?;
         // ANCHOR_END: maps
         let (c_map, use_tma_store) =
             tma::store_map_for_c_f32(ops.c, s.m, s.n, self.c_box.0, self.c_box.1, TmaSwizzle::B128)?;
-        let tiles = s.tiles(self.cluster_m * self.bm, self.bn);
-        let launch = persistent_launch(func, stream, self.threads, self.smem, self.cluster_m, tiles)?;
+        let tiles = match self.shared {
+            SharedOperand::A => s.tiles(self.bm, self.cluster * self.bn),
+            SharedOperand::B => s.tiles(self.cluster * self.bm, self.bn),
+        };
+        let launch = persistent_launch(func, stream, self.threads, self.smem, self.cluster, tiles)?;
         launch_mx_with_maps_in(
             func,
             stream,
@@ -59,9 +79,209 @@ impl HopperLaunch {
     }
 }
 
-/// The Hopper kernel's tile, roles and launch: step 10's persistent pipeline on e4m3 tiles, with the
-/// conversion to bf16 in the consumers.
+/// The Hopper kernel's tile, roles and launch: a pre-pass dequantizes B once into the scratch buffer,
+/// then step 10's persistent pipeline runs on e4m3 A and bf16 B, A converted into registers by the
+/// consumers.
 mod hopper {
+    use super::*;
+    use crate::encoding::{sm90, SmemSwizzle};
+
+    /// Rows of `C` per block: two consumer warpgroups of 64 rows, whose rows of A enter the MMAs from
+    /// registers.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: one `wgmma … m64n256k16` covers them.
+    pub const BN: u32 = 256;
+    /// Depth of the K tile: 64 elements, two scale blocks: 64 bytes of e4m3 A a row, 128 bytes of bf16
+    /// B (step 10's K tile).
+    pub const BK: u32 = 64;
+    /// A producer warpgroup and two consumer warpgroups.
+    pub const THREADS: u32 = 3 * 128;
+    /// Stages in the ring: 32 KiB of bf16 B, 8 KiB of e4m3 A and 512 bytes of A's scales each. Four
+    /// is as deep as fits beside the staging of C; three ran 14% slower (development runs).
+    pub const STAGES: u32 = 4;
+    /// Registers a thread after `setmaxnreg`, as in step 10.
+    pub const PRODUCER_REGISTERS: u32 = 48;
+    pub const CONSUMER_REGISTERS: u32 = 224;
+    /// Blocks per cluster along M, sharing every B tile; the grid is one row of clusters.
+    pub const CLUSTER_M: u32 = 2;
+    /// Tile rows per group of the tile order (step 10's).
+    pub const GROUP_M: u32 = 8;
+    /// A store box of fp32 `C`, and a chunk of the epilogue: 64 rows × 32 columns (128-byte rows).
+    pub const C_BOX_ROWS: u32 = 64;
+    pub const C_BOX_COLS: u32 = 32;
+    // ANCHOR: smem
+    /// STAGES × 40.5 KiB of B, A and A's scales, the staging buffers of C (2 consumers × 2 × 8 KiB),
+    /// two barriers per stage, 1 KiB to align: 4 · 40.5 + 32 + 1 = 195 KiB.
+    pub const SMEM_BYTES: u32 =
+        1024 + STAGES * (BN * BK * 2 + BM * BK + 512) + 2 * 2 * C_BOX_ROWS * 128 + 2 * STAGES * 8;
+    // ANCHOR_END: smem
+    /// Hopper lets a block have at most 227 KiB of shared memory.
+    const _: () = assert!(SMEM_BYTES <= 227 * 1024);
+    /// wgmma descriptor template of the bf16 B tile: 128-byte swizzle, K-major, SBO = 8 rows × 128
+    /// bytes, step 10's (A comes from registers and has none).
+    pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+    /// Threads per block of the pre-pass; each converts 8 elements of B (half a 16-element slice).
+    pub const DEQUANTIZE_THREADS: u32 = 256;
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step11_mxfp8/sm90.cu",
+        source: include_str!("sm90.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("STAGES", STAGES as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
+            ("GROUP_M", GROUP_M as u64),
+            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
+            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
+            ("B_DESC", B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    // ANCHOR: launch
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        if ops.workspace == 0 {
+            return Err(crate::error::Error::Other(
+                "step 11 needs the session's scratch buffer for the dequantized B".into(),
+            ));
+        }
+        // The pre-pass: all of B into bf16 once (`dequantize_b`), into the scratch buffer.
+        let (rows, k) = (s.n as i32, s.k as i32);
+        let mut params: [*mut std::ffi::c_void; 5] = [
+            &ops.b as *const u64 as *mut _,
+            &ops.scale_b as *const u64 as *mut _,
+            &ops.workspace as *const u64 as *mut _,
+            &rows as *const i32 as *mut _,
+            &k as *const i32 as *mut _,
+        ];
+        let threads = (s.n * (s.k / 8)) as u64;
+        let grid = threads.div_ceil(u64::from(DEQUANTIZE_THREADS)) as u32;
+        // SAFETY: `dequantize_b(const u8* q, const u8* scales, bf16* out, int rows, int K)`: B is N×K
+        // bytes, its scales the blocked layout, the workspace N×K bf16.
+        unsafe { launch_sibling(func, stream, "dequantize_b", grid, DEQUANTIZE_THREADS, &mut params)? };
+        // Then the GEMM: e4m3 A with the 64-byte swizzle; the bf16 B as step 10 loads it, each block of
+        // a cluster its half of the tile's rows for both.
+        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B64)?;
+        let b_map = tma::matrix_2d(
+            "B (dequantized)",
+            ops.workspace,
+            s.n,
+            s.k,
+            BN / CLUSTER_M,
+            BK,
+            TmaSwizzle::B128,
+        )?;
+        let (c_map, use_tma_store) =
+            tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS, TmaSwizzle::B128)?;
+        let tiles = s.tiles(CLUSTER_M * BM, BN);
+        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
+        launch_mx_with_maps_in(
+            func,
+            stream,
+            &[a_map, b_map, c_map],
+            ops,
+            &[use_tma_store as i32],
+            launch,
+        )
+    }
+    // ANCHOR_END: launch
+}
+
+/// The fully fused design, kept as an alternative (`sm90_fused.cu`): no pre-pass; a 256×128 tile, A's
+/// 256 rows converted into registers, B's 128 rows converted into a ring of bf16 tiles in shared memory
+/// handed between the consumers by barriers.
+mod fused {
+    use super::*;
+    use crate::encoding::{sm90, SmemSwizzle};
+
+    /// Rows of `C` per block: two consumer warpgroups of 128 rows (two wgmma slabs of 64 each), whose
+    /// rows of A enter the MMAs from registers.
+    pub const BM: u32 = 256;
+    /// Columns of `C` per block: one `wgmma … m64n128k16` covers them; B's 128 rows are the operand
+    /// converted into shared memory, each of the 256 consumer threads half a row.
+    pub const BN: u32 = 128;
+    /// Depth of the K tile: 64 e4m3 = 64 bytes a row (two scale blocks), a bf16 row of 128 bytes once
+    /// converted.
+    pub const BK: u32 = 64;
+    /// A producer warpgroup and two consumer warpgroups.
+    pub const THREADS: u32 = 3 * 128;
+    /// e4m3 stages in the ring: 16 KiB of A, 8 KiB of B and 2 KiB of scales each.
+    pub const STAGES: u32 = 4;
+    /// Converted bf16 B tiles (16 KiB each): one read by the MMAs, one being written, one of slack so
+    /// that the two consumer warpgroups need not keep in step.
+    pub const CONVERTED: u32 = 3;
+    /// Registers a thread after `setmaxnreg`: the producer's one thread needs few; each consumer
+    /// thread holds 128 accumulators and two K tiles of A fragments (2 × 32).
+    pub const PRODUCER_REGISTERS: u32 = 24;
+    pub const CONSUMER_REGISTERS: u32 = 240;
+    /// Blocks per cluster along N, sharing every A tile; the grid is one row of clusters.
+    pub const CLUSTER_N: u32 = 2;
+    /// Tile rows per group of the tile order (step 10's).
+    pub const GROUP_M: u32 = 8;
+    /// A store box of fp32 `C`, and a chunk of the epilogue: 64 rows × 32 columns (128-byte rows).
+    pub const C_BOX_ROWS: u32 = 64;
+    pub const C_BOX_COLS: u32 = 32;
+    /// STAGES × 26 KiB of e4m3 tiles and scales, CONVERTED bf16 B tiles (3 × 16 KiB), the staging
+    /// buffers of C (2 consumers × 2 × 8 KiB), the barriers, 1 KiB to align:
+    /// 4 · 26 + 48 + 32 + 1 = 185 KiB.
+    pub const SMEM_BYTES: u32 = 1024
+        + STAGES * (BM * BK + BN * BK + 2048)
+        + CONVERTED * BN * BK * 2
+        + 2 * 2 * C_BOX_ROWS * 128
+        + (2 * STAGES + 2 * CONVERTED) * 8;
+    /// Hopper lets a block have at most 227 KiB of shared memory.
+    const _: () = assert!(SMEM_BYTES <= 227 * 1024);
+    /// wgmma descriptor template of the converted bf16 B tile: 128-byte swizzle, K-major, SBO = 8 rows
+    /// × 128 bytes (A comes from registers and has none).
+    pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step11_mxfp8/sm90_fused.cu",
+        source: include_str!("sm90_fused.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("STAGES", STAGES as u64),
+            ("CONVERTED", CONVERTED as u64),
+            ("CLUSTER_N", CLUSTER_N as u64),
+            ("GROUP_M", GROUP_M as u64),
+            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
+            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
+            ("B_DESC", B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        HopperLaunch {
+            bm: BM,
+            bn: BN,
+            bk: BK,
+            swizzle: TmaSwizzle::B64,
+            threads: THREADS,
+            smem: SMEM_BYTES,
+            cluster: CLUSTER_N,
+            shared: SharedOperand::A,
+            c_box: (C_BOX_ROWS, C_BOX_COLS),
+        }
+        .launch(func, stream, ops)
+    }
+}
+
+/// The step's previous design, kept as an alternative (`sm90_smem_b.cu`): a 128×256 tile, A (128 rows)
+/// through registers and B (256 rows) converted into a bf16 tile in shared memory, both consumers
+/// meeting at a named barrier every K tile.
+mod smem_b {
     use super::*;
     use crate::encoding::{sm90, SmemSwizzle};
 
@@ -87,20 +307,18 @@ mod hopper {
     /// A store box of fp32 `C`, and a chunk of the epilogue: 64 rows × 32 columns (128-byte rows).
     pub const C_BOX_ROWS: u32 = 64;
     pub const C_BOX_COLS: u32 = 32;
-    // ANCHOR: smem
     /// STAGES × 26 KiB of e4m3 tiles and scales, two converted bf16 B tiles (2 × 32 KiB), the staging
     /// buffers of C (2 consumers × 2 × 8 KiB), two barriers per stage, 1 KiB to align:
     /// 4 · 26 + 64 + 32 + 1 = 201 KiB.
     pub const SMEM_BYTES: u32 =
         1024 + STAGES * (BM * BK + BN * BK + 2048) + 2 * BN * BK * 2 + 2 * 2 * C_BOX_ROWS * 128 + 2 * STAGES * 8;
-    // ANCHOR_END: smem
     /// wgmma descriptor template of the converted bf16 B tile: 128-byte swizzle, K-major, SBO = 8 rows
     /// × 128 bytes (A comes from registers and has none).
     pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
 
     pub const KERNEL: KernelFile = KernelFile {
-        path: "steps/step11_mxfp8/sm90.cu",
-        source: include_str!("sm90.cu"),
+        path: "steps/step11_mxfp8/sm90_smem_b.cu",
+        source: include_str!("sm90_smem_b.cu"),
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
@@ -126,7 +344,8 @@ mod hopper {
             swizzle: TmaSwizzle::B64,
             threads: THREADS,
             smem: SMEM_BYTES,
-            cluster_m: CLUSTER_M,
+            cluster: CLUSTER_M,
+            shared: SharedOperand::B,
             c_box: (C_BOX_ROWS, C_BOX_COLS),
         }
         .launch(func, stream, ops)
@@ -134,6 +353,18 @@ mod hopper {
 }
 
 const HOPPER: KernelFile = hopper::KERNEL;
+
+const FUSED: Alternative = Alternative {
+    name: "fused",
+    design: "no pre-pass: a 256×128 tile, A converted into registers, B into a ring of bf16 tiles in shared memory by the consumers",
+    kernel: fused::KERNEL,
+};
+
+const SMEM_B: Alternative = Alternative {
+    name: "smem_b",
+    design: "the previous design: a 128×256 tile, B's 256 rows converted into one bf16 tile in shared memory, both consumers meeting at a barrier every K tile",
+    kernel: smem_b::KERNEL,
+};
 
 /// Design (a), the alternative the chapter measures (`sm90_promote.cu`): the e4m3 tiles go to the fp8
 /// wgmma as they are, one MMA of K = 32 per scale block into scratch accumulators, and the consumers
@@ -156,9 +387,9 @@ mod promote {
     pub const STAGES: u32 = 5;
     /// sm90.cu's: the block is launched with 168 registers a thread (384 threads), and setmaxnreg only
     /// moves them: 48 + 2 · 224 ≤ 3 · 168. (40 and 232 would fit too, and ptxas spills there.)
-    pub const PRODUCER_REGISTERS: u32 = hopper::PRODUCER_REGISTERS;
-    pub const CONSUMER_REGISTERS: u32 = hopper::CONSUMER_REGISTERS;
-    pub const CLUSTER_M: u32 = hopper::CLUSTER_M;
+    pub const PRODUCER_REGISTERS: u32 = smem_b::PRODUCER_REGISTERS;
+    pub const CONSUMER_REGISTERS: u32 = smem_b::CONSUMER_REGISTERS;
+    pub const CLUSTER_M: u32 = smem_b::CLUSTER_M;
     pub const GROUP_M: u32 = hopper::GROUP_M;
     pub const C_BOX_ROWS: u32 = hopper::C_BOX_ROWS;
     pub const C_BOX_COLS: u32 = hopper::C_BOX_COLS;
@@ -204,7 +435,8 @@ mod promote {
             swizzle: TmaSwizzle::B128,
             threads: THREADS,
             smem: SMEM_BYTES,
-            cluster_m: CLUSTER_M,
+            cluster: CLUSTER_M,
+            shared: SharedOperand::B,
             c_box: (C_BOX_ROWS, C_BOX_COLS),
         }
         .launch(func, stream, ops)
@@ -359,5 +591,5 @@ pub const STEP: Step = Step {
     predecessor: Some(10),
     format: Format::Mxfp8,
     kernels: &[HOPPER, BLACKWELL],
-    alternatives: &[PROMOTE],
+    alternatives: &[FUSED, SMEM_B, PROMOTE],
 };
