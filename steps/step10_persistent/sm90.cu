@@ -27,6 +27,7 @@
 // cluster order, before it stores the tile. step.rs chooses, from the shape, how many tiles are
 // data-parallel (whole, as before) and how many are shared this way.
 //
+// One change inside the main loop: a consumer no longer leaves a wgmma group in flight (MMA_IN_FLIGHT).
 // Everything else is step 09's.
 #include "common.cuh"
 #include "mbarrier.cuh"
@@ -57,8 +58,8 @@
 #if !defined(PRODUCER_REGISTERS) || !defined(CONSUMER_REGISTERS)
 #error "PRODUCER_REGISTERS and CONSUMER_REGISTERS (setmaxnreg targets) are set by step.rs"
 #endif
-#ifndef MMA_IN_FLIGHT
-#define MMA_IN_FLIGHT 1
+#if !defined(MMA_IN_FLIGHT) || (MMA_IN_FLIGHT != 0 && MMA_IN_FLIGHT != 1)
+#error "MMA_IN_FLIGHT (wgmma groups a consumer leaves in flight: 0 or 1) is set by step.rs"
 #endif
 #ifndef C_BUFFERS
 #error "C_BUFFERS (staging buffers of C per consumer) is set by step.rs"
@@ -88,7 +89,7 @@ static_assert(BN == 256, "one wgmma m64n256k16 covers the tile's columns");
 static_assert(BK * 2 == SWIZZLE_BYTES, "the K tile is one 128-byte swizzled row per matrix row");
 static_assert(A_TILE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
 static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
-static_assert(C_BUFFERS == 2 || C_BUFFERS == C_BOXES, "two chunk buffers, or the whole 64×256 part of the tile");
+static_assert(C_BUFFERS == 2, "two staging buffers a consumer: one fills while one drains");
 // setmaxnreg moves registers within what the block got at launch: __launch_bounds__(THREADS, 1) gives
 // each thread 65536 / THREADS, rounded down to a multiple of 8 (168 for 384 threads).
 static_assert((PRODUCER_REGISTERS + CONSUMER_REGISTERS * CONSUMERS) * 128 <= (65536 / THREADS) / 8 * 8 * THREADS,
@@ -292,7 +293,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
 
             // ANCHOR: consumer
             // Step 09's main loop, with stage and parity taken from the running count `it`; the first
-            // MMA of each piece overwrites the accumulators.
+            // MMA of each piece overwrites the accumulators. With MMA_IN_FLIGHT = 0 (step.rs) a
+            // consumer waits for all of its MMAs and releases the stage at once, a K tile sooner than
+            // step 09: the other consumer's MMAs keep the tensor cores busy while it waits, and the
+            // producer gets the stage back a K tile earlier (measured: step.rs, MMA_IN_FLIGHT).
             for (int t = w.k_begin; t < w.k_end; ++t, ++it) {
                 const int stage = it % STAGES;
                 mbarrier_wait(&full[stage], (it / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
@@ -372,45 +376,24 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                                     pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
                     }
                 };
-                if constexpr (C_BUFFERS == C_BOXES) {
-                    // ANCHOR: whole_tile
-                    // One buffer per box: the whole 64×256 part of the tile is staged at once, then
-                    // stored by four TMA stores in one bulk group. The only wait is for the previous
-                    // tile's stores to have read the buffers, a whole main loop ago: long done.
-                    if (ctid == 0) tma_store_wait_read<0>();
+                // ANCHOR: chunks
+                // Step 09's chunks. The buffers carry over from the previous tile, so every chunk
+                // waits until the store that last used its buffer (two chunks ago, maybe in the
+                // previous tile) has read it; on a block's first chunks there is nothing to wait for.
+                #pragma unroll
+                for (int c = 0; c < C_BOXES; ++c) {
+                    const int buffer = c % C_BUFFERS;
+                    if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
                     named_barrier_sync(1 + consumer, 128);
-                    #pragma unroll
-                    for (int c = 0; c < C_BOXES; ++c) stage_box(c, c);
+                    stage_box(c, buffer);
                     fence_async_shared();
                     named_barrier_sync(1 + consumer, 128);
                     if (ctid == 0) {
-                        #pragma unroll
-                        for (int c = 0; c < C_BOXES; ++c) {
-                            tma_store_2d(&c_map, my_staging + c * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
-                        }
+                        tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
                         tma_store_commit(); TIMELINE_STAMP(TL_EPILOGUE_END);
                     }
-                    // ANCHOR_END: whole_tile
-                } else {
-                    // ANCHOR: chunks
-                    // Step 09's chunks. The buffers carry over from the previous tile, so every chunk
-                    // waits until the store that last used its buffer (two chunks ago, maybe in the
-                    // previous tile) has read it; on a block's first chunks there is nothing to wait for.
-                    #pragma unroll
-                    for (int c = 0; c < C_BOXES; ++c) {
-                        const int buffer = c % C_BUFFERS;
-                        if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
-                        named_barrier_sync(1 + consumer, 128);
-                        stage_box(c, buffer);
-                        fence_async_shared();
-                        named_barrier_sync(1 + consumer, 128);
-                        if (ctid == 0) {
-                            tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
-                            tma_store_commit(); TIMELINE_STAMP(TL_EPILOGUE_END);
-                        }
-                    }
-                    // ANCHOR_END: chunks
                 }
+                // ANCHOR_END: chunks
             } else {
                 // N % 8 != 0: no tensor map for C. Step 05's direct stores, for this consumer's 64 rows.
                 const WgmmaFragment frag(ctid);

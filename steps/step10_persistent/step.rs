@@ -64,7 +64,6 @@ mod hopper {
     pub const SMEM_BYTES: u32 = smem_bytes(STAGES, C_BUFFERS);
     // Hopper allows a block the same 227 KiB as Blackwell.
     const _: () = assert!(SMEM_BYTES <= crate::encoding::sm100::SMEM_PER_BLOCK_MAX);
-    const _: () = assert!(smem_bytes(3, 4) <= crate::encoding::sm100::SMEM_PER_BLOCK_MAX);
     /// wgmma descriptor templates: 128-byte swizzle, K-major; SBO = 8 rows × 128 bytes.
     pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
