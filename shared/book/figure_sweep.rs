@@ -369,7 +369,7 @@ pub(crate) mod tests {
         let mut file = synthetic();
         let data = SweepData::of(&file).unwrap();
         assert_eq!(data.shapes, sweep::SHAPES);
-        assert_eq!(data.squares_end(), Some(5));
+        assert_eq!(data.squares_end(), Some(6));
         assert_eq!(data.series.len(), 2);
         assert_eq!(data.series[0].0, "08 pipeline");
         let (lo, hi) = data.y_range();
