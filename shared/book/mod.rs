@@ -1036,26 +1036,26 @@ mod tests {
             .expand("{{#ladder-sweep-table}}", Path::new("results.md"))
             .unwrap();
         let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| NVIDIA H200 |")).collect();
-        assert_eq!(rows.len(), 16, "{table}");
+        assert_eq!(rows.len(), 22, "{table}");
         assert!(
             rows[0].starts_with("| NVIDIA H200 | 08 pipeline | 1024³ |"),
             "{}",
             rows[0]
         );
         assert!(
-            rows[8].starts_with("| NVIDIA H200 | 10 persistent | 1024³ |"),
+            rows[11].starts_with("| NVIDIA H200 | 10 persistent | 1024³ |"),
             "{}",
-            rows[8]
+            rows[11]
         );
         assert!(
-            rows[13].contains("| 4096×14336×4096 |") && rows[13].contains("| 1.01 |"),
+            rows[17].contains("| 4096×14336×4096 |") && rows[17].contains("| 1.01 |"),
             "{}",
-            rows[13]
+            rows[17]
         );
         assert!(
-            rows[14].contains("| 8192×8192×1024 |") && rows[14].contains("| 0.930 |"),
+            rows[18].contains("| 8192×8192×1024 |") && rows[18].contains("| 0.930 |"),
             "{}",
-            rows[14]
+            rows[18]
         );
         assert!(rows.iter().all(|r| r.contains("| 1755 |")), "{table}");
         assert!(

@@ -309,7 +309,7 @@ pub fn launch_mx_with_maps_in(
 
 /// The one launch mechanism of the tensor-core steps: `maps` by value, then `pointers`, then M, N, K,
 /// then `flags`, in that order.
-fn launch_maps_then(
+pub fn launch_maps_then(
     function: &CudaFunction,
     stream: &CudaStream,
     maps: &[TensorMap],

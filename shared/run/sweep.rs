@@ -15,16 +15,20 @@ use std::time::Instant;
 
 /// The shapes of the sweep, M×N×K, in the order they run and are drawn: square sizes from one that
 /// cannot fill the GPU to one that holds it for a long time, then shapes of LLM layers (a wide
-/// feed-forward projection, a short K, a tall M).
-pub const SHAPES: [Shape; 8] = [
+/// feed-forward projection, a short K, a tall M), then two skinny ones with a single row or column
+/// of tiles (a few tokens through a large layer, and its transpose: bandwidth-bound).
+pub const SHAPES: [Shape; 11] = [
     Shape::square(1024),
     Shape::square(2048),
     Shape::square(4096),
+    Shape::square(6144),
     Shape::square(8192),
     Shape::square(16384),
     Shape::new(4096, 14336, 4096),
     Shape::new(8192, 8192, 1024),
     Shape::new(16384, 4096, 4096),
+    Shape::new(128, 8192, 8192),
+    Shape::new(8192, 128, 8192),
 ];
 
 /// `4096³` for a cube, `4096×14336×4096` otherwise: how the book and the figure name a shape.
@@ -154,11 +158,14 @@ mod tests {
                 "1024³",
                 "2048³",
                 "4096³",
+                "6144³",
                 "8192³",
                 "16384³",
                 "4096×14336×4096",
                 "8192×8192×1024",
-                "16384×4096×4096"
+                "16384×4096×4096",
+                "128×8192×8192",
+                "8192×128×8192"
             ]
         );
         for s in SHAPES {
@@ -184,7 +191,7 @@ mod tests {
     #[test]
     fn axis_order_follows_the_list_then_the_rest() {
         let other = Shape::new(512, 512, 64);
-        let order = axis_order([SHAPES[6], other, SHAPES[0], SHAPES[6], Shape::square(3000)]);
-        assert_eq!(order, [SHAPES[0], SHAPES[6], other, Shape::square(3000)]);
+        let order = axis_order([SHAPES[7], other, SHAPES[0], SHAPES[7], Shape::square(3000)]);
+        assert_eq!(order, [SHAPES[0], SHAPES[7], other, Shape::square(3000)]);
     }
 }

@@ -109,6 +109,30 @@ __device__ __forceinline__ u32 k_slice_offset(int k) {
 }
 // ANCHOR_END: swizzle
 
+// ANCHOR: relaxed_cluster
+// The hand-back of an accumulator crosses blocks: the peer's epilogue reads its half of the TMEM
+// tile, and the leader's MMAs then overwrite it. The PTX ISA's pattern for that (tcgen05 memory
+// consistency: ld, wait::ld, fence::before_thread_sync, then mbarrier.arrive.relaxed.cluster in one
+// thread; mbarrier.try_wait.relaxed.cluster, fence::after_thread_sync, then the MMA in the other)
+// uses cluster scope, and the tcgen05 fences on both sides give the ordering. The default forms
+// (.release.cta / .acquire.cta) are not morally strong between two blocks. Same SASS either way.
+__device__ __forceinline__ void mbarrier_arrive_relaxed_cluster(u64* barrier, u32 rank) {
+    asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_map_shared(barrier, rank))
+                 : "memory");
+}
+__device__ __forceinline__ void mbarrier_wait_relaxed_cluster(u64* barrier, u32 parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "wait_again:\n"
+        "mbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra wait_again;\n"
+        "}\n" ::"r"(smem_address(barrier)),
+        "r"(parity)
+        : "memory");
+}
+// ANCHOR_END: relaxed_cluster
+
 // Writes 32 consecutive elements of one row of C (row `row`, columns col .. col+31; `packed` holds
 // them as 16 pairs of bf16) and nothing that lies outside C. When N % 8 == 0 every row of C starts
 // 16-byte aligned and col is a multiple of 8, so each group of 8 goes out as one 16-byte store;
@@ -287,6 +311,20 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     }
                 }
             }
+            // ANCHOR: producer_tail
+            // The producer's tail (CUTLASS's producer_tail): wait for the last round of `empty`
+            // commits, one per slot, before this block may exit. The MMA thread multicasts them to
+            // both blocks, and nothing else orders their arrivals before the block's exit: one that
+            // landed later would change a word in the shared memory of the next block on this SM.
+            // A slot the last round never used passes at once (the phase before its first).
+            for (int i = 0; i < STAGES; ++i) {
+                mbarrier_wait(&empty[slot], phase ^ 1);
+                if (++slot == STAGES) {
+                    slot = 0;
+                    phase ^= 1;
+                }
+            }
+            // ANCHOR_END: producer_tail
         }
         // ANCHOR_END: producer
     } else if (warp == 1) {
@@ -304,7 +342,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 // blocks' epilogues have read what the round before left there (round 0: parity 1,
                 // the phase before the first, passes at once, as the producer's first wait does).
                 const int accum = turn % ACCUMULATORS;
-                mbarrier_wait(&acc_empty[accum], ((turn / ACCUMULATORS) & 1) ^ 1);
+                mbarrier_wait_relaxed_cluster(&acc_empty[accum], ((turn / ACCUMULATORS) & 1) ^ 1);
                 tcgen05_fence_after_thread_sync();  // the MMAs below come after the epilogue's loads
                 const u32 d_tmem = tmem + static_cast<u32>(accum * BN);
                 // ANCHOR_END: acc_acquire
@@ -405,7 +443,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // before the arrival, and arrive on the leader's acc_empty[accum]. When all 256 epilogue
             // threads of the pair have, the MMA warp may overwrite it with tile turn + 2.
             tcgen05_fence_before_thread_sync();
-            mbarrier_arrive_cluster(&acc_empty[accum], leader_rank);
+            mbarrier_arrive_relaxed_cluster(&acc_empty[accum], leader_rank);
             // ANCHOR_END: acc_release_empty
         }
         // The last two stores may still be reading their buffers, which must stay valid until they

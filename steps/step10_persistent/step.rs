@@ -11,12 +11,19 @@
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::run::registry::{launch_with_maps_in, persistent_launch, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{
+    launch_maps_then, launch_with_maps_in, persistent_launch, Alternative, Format, GemmOperands, KernelFile, Step,
+    Targets,
+};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles, schedule and launch (step 09's kernel, made persistent).
 mod hopper {
     use super::*;
+    use crate::encoding::tma::TensorMap;
+    use crate::error::Error;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Mutex;
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
     pub const BM: u32 = 128;
@@ -28,6 +35,10 @@ mod hopper {
     pub const THREADS: u32 = 3 * 128;
     /// Tiles of A and B in the ring (48 KiB each), as in step 09.
     pub const STAGES: u32 = 4;
+    /// wgmma groups a consumer leaves in flight when it waits (step 09: 1). Step 10 waits for all
+    /// of them and releases the stage at once: the other consumer's MMAs keep the tensor cores busy
+    /// meanwhile, and the producer gets the stage a K tile sooner.
+    pub const MMA_IN_FLIGHT: u32 = 0;
     /// Registers a thread after `setmaxnreg`, as in step 09.
     pub const PRODUCER_REGISTERS: u32 = 48;
     pub const CONSUMER_REGISTERS: u32 = 224;
@@ -45,52 +56,346 @@ mod hopper {
     /// Staging buffers per consumer warpgroup, and consumer warpgroups.
     pub const C_BUFFERS: u32 = 2;
     pub const CONSUMERS: u32 = 2;
+    /// Shared memory of a ring of `stages` and `c_buffers` staging buffers per consumer.
+    pub const fn smem_bytes(stages: u32, c_buffers: u32) -> u32 {
+        1024 + stages * (BM + BN) * BK * 2 + CONSUMERS * c_buffers * C_BOX_ROWS * C_BOX_COLS * 2 + 2 * stages * 8
+    }
     /// Step 09's budget: 4 · 48 + 32 + 1 = 225 KiB.
-    pub const SMEM_BYTES: u32 =
-        1024 + STAGES * (BM + BN) * BK * 2 + CONSUMERS * C_BUFFERS * C_BOX_ROWS * C_BOX_COLS * 2 + 2 * STAGES * 8;
+    pub const SMEM_BYTES: u32 = smem_bytes(STAGES, C_BUFFERS);
+    // Hopper allows a block the same 227 KiB as Blackwell.
+    const _: () = assert!(SMEM_BYTES <= crate::encoding::sm100::SMEM_PER_BLOCK_MAX);
     /// wgmma descriptor templates: 128-byte swizzle, K-major; SBO = 8 rows × 128 bytes.
     pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
 
-    pub const KERNEL: KernelFile = KernelFile {
-        path: "steps/step10_persistent/sm90.cu",
-        source: include_str!("sm90.cu"),
-        targets: Targets::Hopper,
-        entry: "gemm",
-        defines: &[
-            ("BM", BM as u64),
-            ("BN", BN as u64),
-            ("BK", BK as u64),
-            ("STAGES", STAGES as u64),
-            ("CLUSTER_M", CLUSTER_M as u64),
-            ("GROUP_M", GROUP_M as u64),
-            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
-            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
-            ("A_DESC", A_DESC),
-            ("B_DESC", B_DESC),
-        ],
-        max_dynamic_smem: SMEM_BYTES,
-        launch,
-    };
+    /// The kernel file with a ring of `$stages`, `$c_buffers` staging buffers per consumer and the
+    /// given register split, launched by `$launch`.
+    macro_rules! kernel {
+        ($stages:expr, $c_buffers:expr, $producer:expr, $consumer:expr, $launch:expr, $group:expr, $in_flight:expr) => {
+            KernelFile {
+                path: "steps/step10_persistent/sm90.cu",
+                source: include_str!("sm90.cu"),
+                targets: Targets::Hopper,
+                entry: "gemm",
+                defines: &[
+                    ("BM", BM as u64),
+                    ("BN", BN as u64),
+                    ("BK", BK as u64),
+                    ("STAGES", $stages as u64),
+                    ("CLUSTER_M", CLUSTER_M as u64),
+                    ("GROUP_M", $group as u64),
+                    ("MMA_IN_FLIGHT", $in_flight as u64),
+                    ("C_BUFFERS", $c_buffers as u64),
+                    ("PRODUCER_REGISTERS", $producer as u64),
+                    ("CONSUMER_REGISTERS", $consumer as u64),
+                    ("A_DESC", A_DESC),
+                    ("B_DESC", B_DESC),
+                ],
+                max_dynamic_smem: smem_bytes($stages, $c_buffers),
+                launch: $launch,
+            }
+        };
+    }
 
-    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+    pub const KERNEL: KernelFile = kernel!(
+        STAGES,
+        C_BUFFERS,
+        PRODUCER_REGISTERS,
+        CONSUMER_REGISTERS,
+        launch::<true>,
+        GROUP_M,
+        MMA_IN_FLIGHT
+    );
+
+    /// Two experiments timed beside the kernel in its own loop: every tile whole (what stream-K
+    /// gains or loses at each shape), and step 09's main loop (one wgmma group kept in flight).
+    pub const ALTERNATIVES: &[Alternative] = &[
+        Alternative {
+            name: "data-parallel",
+            design: "every tile whole, one cluster each, as many turns as it takes (no stream-K)",
+            kernel: kernel!(
+                STAGES,
+                C_BUFFERS,
+                PRODUCER_REGISTERS,
+                CONSUMER_REGISTERS,
+                launch::<false>,
+                GROUP_M,
+                MMA_IN_FLIGHT
+            ),
+        },
+        Alternative {
+            name: "in-flight",
+            design: "step 09's main loop: one wgmma group left in flight, its stage released a K tile later",
+            kernel: kernel!(
+                STAGES,
+                C_BUFFERS,
+                PRODUCER_REGISTERS,
+                CONSUMER_REGISTERS,
+                launch::<true>,
+                GROUP_M,
+                1
+            ),
+        },
+    ];
+
+    // ANCHOR: decomposition
+    /// What one partial sum costs the cluster that finishes its tile, in K tiles of main loop: a
+    /// 128×256 fp32 partial per block (128 KiB) written by one cluster and read back by the other,
+    /// with the extra epilogue and the tile's operands loaded twice. A round figure fitted to
+    /// development runs on an H100 (1024³ in runs of 4 K tiles, 3 partials a tile, ran 15 % slower
+    /// than whole tiles; the last wave of 8192³, at most 2 partials a tile, 2 % faster).
+    pub const FIXUP_K_TILES: u64 = 8;
+
+    /// How a shape's tiles are shared among the clusters.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Decomposition {
+        pub tiles: u32,
+        pub k_tiles: u32,
+        /// Clusters launched.
+        pub clusters: u32,
+        /// Tiles computed whole, one cluster each: the first `dp_tiles` of the order.
+        pub dp_tiles: u32,
+        /// Clusters sharing the K tiles of the remaining tiles (0: none).
+        pub sk_clusters: u32,
+    }
+
+    impl Decomposition {
+        /// The decomposition of `tiles` tiles of `k_tiles` K tiles each over at most `fit` clusters.
+        /// The tiles of the last, partial wave (all of them, if there are fewer tiles than
+        /// clusters) are shared out by K tiles, in runs of at least `min_run` K tiles, when the
+        /// model says it saves more than its fixups cost; otherwise every tile is whole.
+        pub fn choose(tiles: u32, k_tiles: u32, fit: u32, stream_k: bool) -> Decomposition {
+            let data_parallel = Decomposition {
+                tiles,
+                k_tiles,
+                clusters: fit.min(tiles).max(1),
+                dp_tiles: tiles,
+                sk_clusters: 0,
+            };
+            let sk_tiles = tiles % fit;
+            if !stream_k || sk_tiles == 0 {
+                return data_parallel;
+            }
+            // The last wave costs one turn of whole tiles: k_tiles. Shared by c clusters it costs a
+            // run of ⌈sk_tiles · k_tiles / c⌉ K tiles, plus a fixup for each partial the finisher of
+            // a tile adds: a tile cut by runs of r K tiles has up to ⌈k_tiles / r⌉ of them.
+            let sk_k_tiles = sk_tiles as u64 * k_tiles as u64;
+            let cost = |c: u64| {
+                let run = sk_k_tiles.div_ceil(c);
+                run + FIXUP_K_TILES * (k_tiles as u64).div_ceil(run)
+            };
+            let best = (1..=fit as u64).min_by_key(|&c| (cost(c), c)).unwrap_or(1);
+            if cost(best) >= k_tiles as u64 {
+                return data_parallel;
+            }
+            Decomposition {
+                tiles,
+                k_tiles,
+                clusters: fit,
+                dp_tiles: tiles - sk_tiles,
+                sk_clusters: best as u32,
+            }
+        }
+
+        /// The longest list of K tiles a cluster works through: the model of the time.
+        pub fn k_tiles_per_cluster(&self) -> u64 {
+            let k = self.k_tiles as u64;
+            let dp_turns = (self.dp_tiles as u64).div_ceil(self.clusters as u64);
+            let sk = if self.sk_clusters == 0 {
+                0
+            } else {
+                ((self.tiles - self.dp_tiles) as u64 * k).div_ceil(self.sk_clusters as u64)
+            };
+            dp_turns * k + sk
+        }
+
+        /// One line for the console and the record.
+        pub fn describe(&self) -> String {
+            if self.sk_clusters == 0 {
+                format!(
+                    "data-parallel: {} tiles of {} K tiles over {} clusters ({} turns, {} K tiles a cluster)",
+                    self.tiles,
+                    self.k_tiles,
+                    self.clusters,
+                    self.tiles.div_ceil(self.clusters),
+                    self.k_tiles_per_cluster()
+                )
+            } else {
+                let sk_tiles = self.tiles - self.dp_tiles;
+                format!(
+                    "stream-K: {} of {} tiles whole over {} clusters, then {} tiles × {} K tiles shared by {} clusters (≤ {} K tiles a cluster in all)",
+                    self.dp_tiles,
+                    self.tiles,
+                    self.clusters,
+                    sk_tiles,
+                    self.k_tiles,
+                    self.sk_clusters,
+                    self.k_tiles_per_cluster()
+                )
+            }
+        }
+    }
+    // ANCHOR_END: decomposition
+
+    // ANCHOR: workspace
+    /// The stream-K workspace: a 128×256 fp32 partial tile per block of each cluster (128 KiB), then
+    /// one flag per consumer warpgroup. Allocated on first need and kept; grown, never shrunk.
+    struct Workspace {
+        context: usize,
+        clusters: u32,
+        base: u64,
+    }
+    static WORKSPACE: Mutex<Option<Workspace>> = Mutex::new(None);
+    /// Each launch raises its flags to a new value, so they never need clearing.
+    static EPOCH: AtomicU32 = AtomicU32::new(0);
+
+    pub const PARTIAL_BYTES_PER_CLUSTER: u64 = (CLUSTER_M * BM * BN * 4) as u64;
+    const FLAGS_PER_CLUSTER: u64 = (CLUSTER_M * CONSUMERS) as u64;
+
+    /// The partials' and the flags' addresses for `clusters` clusters.
+    fn workspace(stream: &CudaStream, clusters: u32) -> Result<(u64, u64)> {
+        use cudarc::driver::result;
+        let context = stream.context().cu_ctx() as usize;
+        let partial_bytes = clusters as u64 * PARTIAL_BYTES_PER_CLUSTER;
+        let mut held = WORKSPACE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = held.as_ref().filter(|w| w.context == context && w.clusters >= clusters) {
+            return Ok((w.base, w.base + w.clusters as u64 * PARTIAL_BYTES_PER_CLUSTER));
+        }
+        let bytes = partial_bytes + clusters as u64 * FLAGS_PER_CLUSTER * 4;
+        stream.synchronize().map_err(Error::cuda("waiting for the GPU"))?;
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(Error::cuda("binding the context"))?;
+        // SAFETY: the context is current (the stream's launches bind it); the old workspace is no
+        // longer in use once the stream is idle; the new one is zeroed before any kernel sees it.
+        let base = unsafe {
+            if let Some(old) = held.take() {
+                result::free_sync(old.base).map_err(Error::cuda("freeing the stream-K workspace"))?;
+            }
+            let base = result::malloc_sync(bytes as usize).map_err(Error::cuda(format!(
+                "step 10's stream-K workspace ({} MiB for {clusters} clusters) does not fit in the GPU's free memory",
+                bytes.div_ceil(1 << 20)
+            )))?;
+            result::memset_d8_sync(base, 0, bytes as usize).map_err(Error::cuda("clearing the stream-K workspace"))?;
+            base
+        };
+        *held = Some(Workspace {
+            context,
+            clusters,
+            base,
+        });
+        Ok((base, base + partial_bytes))
+    }
+    // ANCHOR_END: workspace
+
+    /// The tensor maps of A, B and C, made once per set of operands and kept: encoding three maps
+    /// costs the host a few microseconds a launch, as long as a 1024³ GEMM takes on the GPU.
+    fn tensor_maps(ops: &GemmOperands) -> Result<([TensorMap; 3], bool)> {
+        type Key = (u64, u64, u64, crate::check::problem::Shape);
+        static MAPS: Mutex<Vec<(Key, [TensorMap; 3], bool)>> = Mutex::new(Vec::new());
         let s = ops.shape;
+        let key = (ops.a, ops.b, ops.c, s);
+        let mut known = MAPS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, maps, tma_store)) = known.iter().find(|(k, _, _)| *k == key) {
+            return Ok((*maps, *tma_store));
+        }
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
         let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
         let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
+        if known.len() >= 64 {
+            known.clear();
+        }
+        known.push((key, [a_map, b_map, c_map], use_tma_store));
+        Ok(([a_map, b_map, c_map], use_tma_store))
+    }
+
+    /// Prints each shape's decomposition once (the step's own kernel only).
+    fn announce(shape: crate::check::problem::Shape, d: &Decomposition) {
+        static SEEN: Mutex<Vec<crate::check::problem::Shape>> = Mutex::new(Vec::new());
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !seen.contains(&shape) {
+            seen.push(shape);
+            eprintln!("step 10 at {shape}: {}", d.describe());
+        }
+    }
+
+    fn launch<const STREAM_K: bool>(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let (maps, use_tma_store) = tensor_maps(ops)?;
         // ANCHOR: grid
-        // One cluster per place on the GPU (the driver says how many fit), or one per tile.
-        let tiles = s.tiles(CLUSTER_M * BM, BN);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
+        // As many clusters as fit on the GPU at once (the driver says how many), then the
+        // decomposition of the tiles over them, from the shape.
+        let tiles = s.tiles(CLUSTER_M * BM, BN) as u32;
+        let k_tiles = s.k.div_ceil(BK as usize) as u32;
+        let mut launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, usize::MAX)?;
+        let fit = launch.config.grid_dim.0 / CLUSTER_M;
+        let d = Decomposition::choose(tiles, k_tiles, fit, STREAM_K);
+        launch.config.grid_dim.0 = d.clusters * CLUSTER_M;
         // ANCHOR_END: grid
-        launch_with_maps_in(
+        if STREAM_K {
+            announce(s, &d);
+        }
+        let (partials, flags) = if d.sk_clusters > 0 {
+            workspace(stream, d.clusters)?
+        } else {
+            (0, 0)
+        };
+        let epoch = EPOCH.fetch_add(1, Ordering::Relaxed).wrapping_add(1) as i32;
+        launch_maps_then(
             func,
             stream,
-            &[a_map, b_map, c_map],
+            &maps,
+            &[ops.c, partials, flags],
             ops,
-            &[use_tma_store as i32],
+            &[use_tma_store as i32, d.dp_tiles as i32, d.sk_clusters as i32, epoch],
             launch,
         )
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn whole_waves_stay_data_parallel() {
+            // 4096³ on 64 clusters: 256 tiles, four whole turns.
+            let d = Decomposition::choose(256, 64, 64, true);
+            assert_eq!((d.dp_tiles, d.sk_clusters, d.clusters), (256, 0, 64));
+            // Without stream-K, a small shape launches one cluster per tile.
+            let off = Decomposition::choose(16, 16, 66, false);
+            assert_eq!((off.dp_tiles, off.sk_clusters, off.clusters), (16, 0, 16));
+        }
+
+        #[test]
+        fn a_skinny_shape_is_shared_out_by_k_tiles() {
+            // 128×8192×8192 on 66 clusters: 32 tiles of 128 K tiles, one turn of 128 K tiles whole;
+            // shared by 64 of the 66 clusters, every tile cut in two runs of 64 (one partial each),
+            // which the model prefers to 66 runs of 63 (up to 3 partials a tile).
+            let d = Decomposition::choose(32, 128, 66, true);
+            assert_eq!((d.dp_tiles, d.sk_clusters, d.clusters), (0, 64, 66));
+            assert_eq!(d.k_tiles_per_cluster(), 64);
+        }
+
+        #[test]
+        fn short_k_tiles_keep_whole_tiles() {
+            // 1024³: 16 tiles of 16 K tiles: any sharing costs more partials than it saves.
+            assert_eq!(Decomposition::choose(16, 16, 66, true).sk_clusters, 0);
+            // 2048³: 64 tiles for 66 clusters: one turn either way.
+            assert_eq!(Decomposition::choose(64, 32, 66, true).sk_clusters, 0);
+        }
+
+        #[test]
+        fn the_last_wave_is_shared_when_it_saves_more_than_the_fixups() {
+            // 8192³ on 66 clusters: 1024 tiles = 15 waves + 34 tiles of 128 K tiles: shared, 66
+            // K tiles a cluster instead of a 16th turn of 128.
+            let d = Decomposition::choose(1024, 128, 66, true);
+            assert_eq!((d.dp_tiles, d.sk_clusters), (990, 66));
+            assert_eq!(d.k_tiles_per_cluster(), 15 * 128 + (34 * 128_u64).div_ceil(66));
+            // 4096³: 256 tiles = 3 waves + 58 tiles of 64 K tiles; sharing would save 7 K tiles,
+            // less than two fixups: whole tiles.
+            assert_eq!(Decomposition::choose(256, 64, 66, true).sk_clusters, 0);
+        }
     }
 }
 
@@ -223,5 +528,5 @@ pub const STEP: Step = Step {
     predecessor: Some(9),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
-    alternatives: &[],
+    alternatives: hopper::ALTERNATIVES,
 };

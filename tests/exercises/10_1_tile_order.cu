@@ -24,6 +24,16 @@
 // The staging buffers of C now carry over from tile to tile, so every chunk, the first of a tile too,
 // waits until its buffer's previous store has read it.
 //
+// Too few tiles to fill the GPU (1024³ has 16 cluster tiles for 66 clusters), or a last wave that
+// leaves clusters idle, is the other half of the lesson: stream-K. The tiles that would run in a
+// ragged last wave are not handed out whole; their K tiles, all of them, are dealt out in equal
+// shares, one contiguous run of K tiles per cluster (`Schedule` below). A tile whose K tiles are
+// split between clusters is finished by the cluster that computed its first K tiles: the others
+// leave their fp32 partial sums in a workspace and raise a flag, and the finisher adds them, in
+// cluster order, before it stores the tile. step.rs chooses, from the shape, how many tiles are
+// data-parallel (whole, as before) and how many are shared this way.
+//
+// One change inside the main loop: a consumer no longer leaves a wgmma group in flight (MMA_IN_FLIGHT).
 // Everything else is step 09's.
 #include "common.cuh"
 #include "mbarrier.cuh"
@@ -54,6 +64,12 @@
 #if !defined(PRODUCER_REGISTERS) || !defined(CONSUMER_REGISTERS)
 #error "PRODUCER_REGISTERS and CONSUMER_REGISTERS (setmaxnreg targets) are set by step.rs"
 #endif
+#if !defined(MMA_IN_FLIGHT) || (MMA_IN_FLIGHT != 0 && MMA_IN_FLIGHT != 1)
+#error "MMA_IN_FLIGHT (wgmma groups a consumer leaves in flight: 0 or 1) is set by step.rs"
+#endif
+#ifndef C_BUFFERS
+#error "C_BUFFERS (staging buffers of C per consumer) is set by step.rs"
+#endif
 #if !defined(A_DESC) || !defined(B_DESC)
 #error "A_DESC and B_DESC (wgmma descriptor templates, start address 0) are computed in step.rs"
 #endif
@@ -72,7 +88,6 @@ enum : int {
     C_BOX_COLUMNS = SWIZZLE_BYTES / 2,   // a TMA store box: WG_ROWS rows × 64 bf16 (128 bytes)
     C_BOX_BYTES = WG_ROWS * SWIZZLE_BYTES,
     C_BOXES = BN / C_BOX_COLUMNS,
-    C_BUFFERS = 2,                       // staging buffers per consumer: one fills while one drains
     C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
 };
 static_assert(WG_ROWS == 64, "each consumer computes one 64-row wgmma tile");
@@ -80,14 +95,14 @@ static_assert(BN == 256, "one wgmma m64n256k16 covers the tile's columns");
 static_assert(BK * 2 == SWIZZLE_BYTES, "the K tile is one 128-byte swizzled row per matrix row");
 static_assert(A_TILE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
 static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
+static_assert(C_BUFFERS == 2, "two staging buffers a consumer: one fills while one drains");
 // setmaxnreg moves registers within what the block got at launch: __launch_bounds__(THREADS, 1) gives
 // each thread 65536 / THREADS, rounded down to a multiple of 8 (168 for 384 threads).
 static_assert((PRODUCER_REGISTERS + CONSUMER_REGISTERS * CONSUMERS) * 128 <= (65536 / THREADS) / 8 * 8 * THREADS,
               "the registers the block got at launch");
 
 // ANCHOR: schedule
-// The tile a cluster computes on its i-th turn: tile = cluster + i · clusters, numbered in the grouped
-// order. A tile here is a cluster's 256×256 (CLUSTER_M · BM rows × BN columns) part of C.
+// The order of the tiles. A tile here is a cluster's 256×256 (CLUSTER_M · BM rows × BN columns) part of C.
 struct TileOrder {
     int tiles_m, tiles_n;  // tiles down M and along N
     __device__ __forceinline__ int count() const { return tiles_m * tiles_n; }
@@ -105,15 +120,74 @@ struct TileOrder {
 };
 // ANCHOR_END: schedule
 
+// ANCHOR: stream_k
+// Who computes what. Tiles 0 .. dp_tiles-1 (in the order above) are data-parallel: cluster c takes
+// tiles c, c + clusters, ... whole. The rest are stream-K: their K tiles, numbered tile by tile
+// (tile dp_tiles's K tiles first), are cut into `sk_clusters` runs of equal length, one per cluster.
+// A run may start and end inside a tile, so a cluster's run is: the end of one tile, whole tiles,
+// the start of another.
+struct Schedule {
+    int tiles, k_tiles, clusters;
+    int dp_tiles;     // tiles computed whole, one cluster each
+    int sk_clusters;  // clusters sharing the K tiles of the other tiles (0: none)
+    // The first K tile of cluster g's run, counted from the first stream-K tile's first K tile.
+    __device__ __forceinline__ i64 sk_begin(int g) const {
+        const i64 total = (i64)(tiles - dp_tiles) * k_tiles;
+        return g >= sk_clusters ? total : total * g / sk_clusters;
+    }
+};
+
+// One piece of work: K tiles k_begin .. k_end-1 of tile `tile`.
+struct Work {
+    int tile, k_begin, k_end;
+};
+
+// A cluster's pieces, in order; the producer and the consumers walk the same list.
+struct WorkList {
+    Schedule s;
+    int next_tile;      // the next data-parallel tile
+    i64 sk_next, sk_end; // what is left of this cluster's stream-K run
+    __device__ __forceinline__ WorkList(const Schedule& schedule, int cluster)
+        : s(schedule), next_tile(cluster), sk_next(schedule.sk_begin(cluster)), sk_end(schedule.sk_begin(cluster + 1)) {}
+    __device__ __forceinline__ bool next(Work& w) {
+        if (next_tile < s.dp_tiles) {
+            w = Work{next_tile, 0, s.k_tiles};
+            next_tile += s.clusters;
+            return true;
+        }
+        if (sk_next >= sk_end) return false;
+        const int t = (int)(sk_next / s.k_tiles);
+        w.tile = s.dp_tiles + t;
+        w.k_begin = (int)(sk_next - (i64)t * s.k_tiles);
+        w.k_end = (int)min((i64)s.k_tiles, w.k_begin + (sk_end - sk_next));
+        sk_next += w.k_end - w.k_begin;
+        return true;
+    }
+};
+
+// A flag in global memory, raised by one block and awaited by another, at GPU scope: the release
+// orders the partial sums the warpgroup stored before it (its threads synchronised first), the
+// acquire orders the loads of them after it.
+__device__ __forceinline__ void flag_release(u32* flag, u32 value) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ __forceinline__ u32 flag_acquire(const u32* flag) {
+    u32 value;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
+    return value;
+}
+// ANCHOR_END: stream_k
+
 // ANCHOR: kernel
 // __launch_bounds__(384, 1): one block per SM; the cap it implies (65536 / 384 = 170, so 168
-// registers a thread at entry) is what setmaxnreg redistributes. With fewer than 48 the producer
-// spills (values computed before the roles split stay live in both).
+// registers a thread at entry) is what setmaxnreg redistributes.
 extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_constant__ TensorMap a_map,
                                                               const __grid_constant__ TensorMap b_map,
                                                               const __grid_constant__ TensorMap c_map,
-                                                              bf16* __restrict__ C, int M, int N, int K,
-                                                              int use_tma_store) {
+                                                              bf16* __restrict__ C, float* __restrict__ workspace,
+                                                              u32* __restrict__ flags, int M, int N, int K,
+                                                              int use_tma_store, int dp_tiles, int sk_clusters,
+                                                              int epoch) {
     // Dynamic shared memory: STAGES × (A tile, B tile), the staging buffers of C, then the barriers.
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = smem_raw + ((1024 - (smem_address(smem_raw) & 1023)) & 1023);
@@ -126,12 +200,12 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     const int tid = threadIdx.x; TIMELINE_INIT();
     const int warpgroup = tid / 128;
     const u32 rank = cluster_ctarank();
-    const int k_tiles = (K + BK - 1) / BK;
     // ANCHOR: tiles
-    // The grid is one row of clusters, as many as fit on the GPU at once.
+    // The grid is one row of clusters, as many as fit on the GPU at once (or as there are tiles).
     const int cluster = blockIdx.x / CLUSTER_M;
     const int clusters = gridDim.x / CLUSTER_M;
     const TileOrder order{(M + CLUSTER_M * BM - 1) / (CLUSTER_M * BM), (N + BN - 1) / BN};
+    const Schedule schedule{order.count(), (K + BK - 1) / BK, clusters, dp_tiles, sk_clusters};
     // This block's rows and columns of C in tile `index`.
     auto origin = [&](int index, int& m0, int& n0) {
         int tile_m, tile_n;
@@ -157,15 +231,17 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
 
     if (warpgroup == 0) {
         // ANCHOR: producer
-        // Step 09's producer, over every K tile of every tile of this cluster: `it` counts K tiles
-        // across tiles, so stage and parity run on where the previous tile left them.
+        // Step 09's producer, over every K tile of every piece of this cluster's work: `it` counts
+        // K tiles across pieces, so stage and parity run on where the previous piece left them.
         setmaxnreg_dec<PRODUCER_REGISTERS>();
         if (tid == 0) {
             int it = 0;
-            for (int index = cluster; index < order.count(); index += clusters) {
+            WorkList work(schedule, cluster);
+            Work w;
+            while (work.next(w)) {
                 int m0, n0;
-                origin(index, m0, n0); TIMELINE_STAMP(TL_TILE_START);
-                for (int t = 0; t < k_tiles; ++t, ++it) {
+                origin(w.tile, m0, n0); TIMELINE_STAMP(TL_TILE_START);
+                for (int t = w.k_begin; t < w.k_end; ++t, ++it) {
                     const int stage = it % STAGES;
                     const u32 parity = (it / STAGES) & 1;
                     mbarrier_wait(&empty[stage], parity ^ 1);
@@ -200,54 +276,102 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         };
         // ANCHOR_END: release
 
+        // ANCHOR: partials
+        // Where this warpgroup leaves, or finds, the partial sums of a cluster: 64×256 fp32 per
+        // warpgroup, stored in the accumulators' own order (thread ctid's acc[4q .. 4q+3] at float4
+        // number 128·q + ctid), so a warp's 16-byte stores and loads are 512 contiguous bytes.
+        auto slot = [&](int g) {
+            return reinterpret_cast<float4*>(workspace) + (i64)((g * CLUSTER_M + rank) * CONSUMERS + consumer) * (WG_ROWS * BN / 4);
+        };
+        auto flag = [&](int g) { return flags + (g * CLUSTER_M + rank) * CONSUMERS + consumer; };
+        // ANCHOR_END: partials
+
         // ANCHOR: consumer_tiles
         float acc[BN / 2];  // this consumer's 64×256 part of the current tile: 128 fp32 a thread
 
-        int it = 0;  // K tiles consumed so far, across tiles: the producer's count, in step
-        for (int index = cluster; index < order.count(); index += clusters) {
+        int it = 0;  // K tiles consumed so far, across pieces: the producer's count, in step
+        WorkList work(schedule, cluster);
+        Work w;
+        while (work.next(w)) {
             int m0, n0;
-            origin(index, m0, n0); TIMELINE_STAMP(TL_TILE_START);
+            origin(w.tile, m0, n0); TIMELINE_STAMP(TL_TILE_START);
             // ANCHOR_END: consumer_tiles
 
             // ANCHOR: consumer
             // Step 09's main loop, with stage and parity taken from the running count `it`; the first
-            // MMA of each tile overwrites the accumulators.
-            for (int t = 0; t < k_tiles; ++t, ++it) {
+            // MMA of each piece overwrites the accumulators. With MMA_IN_FLIGHT = 0 (step.rs) a
+            // consumer waits for all of its MMAs and releases the stage at once, a K tile sooner than
+            // step 09: the other consumer's MMAs keep the tensor cores busy while it waits, and the
+            // producer gets the stage back a K tile earlier (measured: step.rs, MMA_IN_FLIGHT).
+            for (int t = w.k_begin; t < w.k_end; ++t, ++it) {
                 const int stage = it % STAGES;
                 mbarrier_wait(&full[stage], (it / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
                 wgmma_fence_operands(acc);
                 wgmma_fence();
                 #pragma unroll
                 for (int s = 0; s < BK / 16; ++s) {
-                    Wgmma<BN>::mma(acc, a_desc(stage, s), b_desc(stage, s), (t > 0 || s > 0) ? 1 : 0);
+                    Wgmma<BN>::mma(acc, a_desc(stage, s), b_desc(stage, s), (t > w.k_begin || s > 0) ? 1 : 0);
                 }
                 wgmma_commit(); TIMELINE_STAMP(TL_MMA_ISSUED);
-                wgmma_wait<1>(); TIMELINE_STAMP(TL_MMA_DONE);
+                wgmma_wait<MMA_IN_FLIGHT>(); TIMELINE_STAMP(TL_MMA_DONE);
                 wgmma_fence_operands(acc);
-                if (t > 0) release((it - 1) % STAGES);
+                if (MMA_IN_FLIGHT == 0) release(stage);
+                else if (t > w.k_begin) release((it - 1) % STAGES);
             }
             wgmma_wait<0>(); TIMELINE_STAMP(TL_MMA_DONE);
             wgmma_fence_operands(acc);
-            release((it - 1) % STAGES); TIMELINE_STAMP(TL_EPILOGUE_START);
+            if (MMA_IN_FLIGHT == 1) release((it - 1) % STAGES);
+            TIMELINE_STAMP(TL_EPILOGUE_START);
             // ANCHOR_END: consumer
+
+            // ANCHOR: fixup
+            if (w.k_begin > 0) {
+                // Not the tile's first K tiles: leave the partial sums for the cluster that has them,
+                // raise this warpgroup's flag, and go on. A cluster's run starts here at most once.
+                float4* mine = slot(cluster);
+                #pragma unroll
+                for (int q = 0; q < BN / 8; ++q) {
+                    __stcg(&mine[128 * q + ctid], make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]));
+                }
+                named_barrier_sync(1 + consumer, 128);
+                if (ctid == 0) flag_release(flag(cluster), epoch);
+                continue;
+            }
+            if (w.k_end < schedule.k_tiles) {
+                // The tile's first K tiles, and others computed the rest: the clusters after this one
+                // whose runs start inside the tile. Add their partial sums, in cluster order, so the
+                // result is the same on every run.
+                const i64 tile_end = (i64)(w.tile - schedule.dp_tiles + 1) * schedule.k_tiles;
+                for (int g = cluster + 1; g < schedule.sk_clusters && schedule.sk_begin(g) < tile_end; ++g) {
+                    if (schedule.sk_begin(g) == schedule.sk_begin(g + 1)) continue;  // an empty run
+                    if (ctid == 0) {
+                        while (flag_acquire(flag(g)) != (u32)epoch) {
+                        }
+                    }
+                    named_barrier_sync(1 + consumer, 128);
+                    const float4* theirs = slot(g);
+                    #pragma unroll
+                    for (int q = 0; q < BN / 8; ++q) {
+                        const float4 p = __ldcg(&theirs[128 * q + ctid]);
+                        acc[4 * q] += p.x;
+                        acc[4 * q + 1] += p.y;
+                        acc[4 * q + 2] += p.z;
+                        acc[4 * q + 3] += p.w;
+                    }
+                }
+            }
+            // ANCHOR_END: fixup
 
             // ANCHOR: epilogue
             const int row0 = m0 + consumer * WG_ROWS;  // this consumer's first row of C
             if (use_tma_store) {
-                // ANCHOR: chunks
-                // Step 09's chunks. The buffers carry over from the previous tile, so every chunk waits
-                // until the store that last used its buffer (two chunks ago, maybe in the previous tile)
-                // has read it; on a block's first chunks there is nothing to wait for.
                 unsigned char* my_staging = staging + consumer * C_BUFFERS * C_BOX_BYTES;
                 const u32 staging_address = smem_address(my_staging);
                 const int warp = ctid / 32, lane = ctid % 32;
                 const int matrix = lane / 8;
                 const int row = 16 * warp + 8 * (matrix % 2) + lane % 8;
-                #pragma unroll
-                for (int c = 0; c < C_BOXES; ++c) {
-                    const int buffer = c % C_BUFFERS;
-                    if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
-                    named_barrier_sync(1 + consumer, 128);
+                // Columns 64·c .. 64·c+63 of this consumer's rows, into staging buffer `buffer`.
+                auto stage_box = [&](int c, int buffer) {
                     #pragma unroll
                     for (int j = 8 * c; j < 8 * c + 8; j += 2) {
                         const int chunk = j % 8 + matrix / 2;
@@ -257,6 +381,17 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                                     pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]),
                                     pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
                     }
+                };
+                // ANCHOR: chunks
+                // Step 09's chunks. The buffers carry over from the previous tile, so every chunk
+                // waits until the store that last used its buffer (two chunks ago, maybe in the
+                // previous tile) has read it; on a block's first chunks there is nothing to wait for.
+                #pragma unroll
+                for (int c = 0; c < C_BOXES; ++c) {
+                    const int buffer = c % C_BUFFERS;
+                    if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
+                    named_barrier_sync(1 + consumer, 128);
+                    stage_box(c, buffer);
                     fence_async_shared();
                     named_barrier_sync(1 + consumer, 128);
                     if (ctid == 0) {
