@@ -13,6 +13,15 @@ fn ptxas_required() -> bool {
     std::env::var_os("GEMM_LADDER_REQUIRE_PTXAS").is_some()
 }
 
+/// Kernels allowed to spill, each with the bytes it spills and why. A step's own kernels never are;
+/// an alternative may be, when it is kept to be measured as built and the book shows its local memory
+/// (the alternatives table's registers column).
+const MAY_SPILL: &[(&str, u32, &str)] = &[(
+    "steps/step11_mxfp8/sm90_fused.cu",
+    208,
+    "step 11's fully fused design: 128 accumulators and 2 × 32 A fragments leave too few of a consumer's 240 registers for the loop-invariant addresses, spilled outside the main loop",
+)];
+
 fn compile_and_assemble(file: &KernelFile, arch: Arch) {
     let ptx = nvrtc::compile(file, arch, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
     assert!(
@@ -37,8 +46,16 @@ fn compile_and_assemble(file: &KernelFile, arch: Arch) {
     match nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}")) {
         Some(report) => {
             println!("{} {}: {}", file.path, arch, report.info.replace('\n', " | "));
-            assert_eq!(report.spill_bytes, 0, "{} spills to local memory on {arch}", file.path);
-            assert_eq!(report.stack_bytes, 0, "{} has a stack frame on {arch}", file.path);
+            match MAY_SPILL.iter().find(|(path, _, _)| *path == file.path) {
+                // Exactly the known amount: more is a regression, less means the entry can go.
+                Some((_, bytes, _)) => {
+                    assert_eq!(report.spill_bytes, *bytes, "{} on {arch}: spills changed", file.path)
+                }
+                None => {
+                    assert_eq!(report.spill_bytes, 0, "{} spills to local memory on {arch}", file.path);
+                    assert_eq!(report.stack_bytes, 0, "{} has a stack frame on {arch}", file.path);
+                }
+            }
             assert!(
                 !report.info.contains("are serialized"),
                 "{} on {arch}: ptxas serializes its wgmmas:\n{}",

@@ -11,6 +11,7 @@
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
 //! | `{{#ladder-alternatives step11}}` | one row per alternative design timed with that step's runs |
+//! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (dequantize + cuBLAS, cuBLAS bf16, cuBLASLt fp8) |
 //!
 //! and the evidence directives of [`crate::book::evidence`] (`ladder-evidence stepNN`,
 //! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`).
@@ -264,6 +265,10 @@ impl LadderResults {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     alternatives_table(&self.files, id)
                 }
+                ("ladder-mx", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    mx_baselines_table(&self.files, id)
+                }
                 ("ladder-figure", []) => self.figure_links(chapter),
                 ("ladder-sweep-table", []) => sweep_table(&self.files),
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
@@ -286,7 +291,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
@@ -587,6 +592,65 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
         }
     }
     let _ = writeln!(out, "To repeat a sweep:\n\n{}", repeat.join("\n"));
+    out
+}
+
+/// An MXFP8 step's baselines as Markdown: per (plain) record, the step's kernel and what it is measured
+/// against in the same alternating loop: cuBLAS bf16 on the exactly dequantized operands, "dequantize,
+/// then cuBLAS bf16" (both operands), and cuBLASLt fp8 with one scale per tensor (the fp8 ceiling).
+pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
+    let rows: Vec<(&ResultsFile, &StepRecord)> = files
+        .iter()
+        .flat_map(|f| f.records.iter().map(move |r| (f, r)))
+        .filter(|(_, r)| !r.sweep && r.step == step && r.mx.is_some())
+        .collect();
+    if rows.is_empty() {
+        return format!(
+            "No MXFP8 baseline of step {step:02} has been recorded on a GPU yet: `cargo run --release --bin step{step:02}` on a machine with an NVIDIA GPU times them with the step and records them here.\n"
+        );
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| GPU | shape | the step's kernel | cuBLAS bf16, dequantized operands | dequantize, then cuBLAS bf16 | cuBLASLt fp8, one scale per tensor |"
+    );
+    let _ = writeln!(out, "|:---|:---|---:|---:|---:|---:|");
+    let cell = |t: &crate::run::results::Timing, ratio: f64| {
+        format!(
+            "{} ms, {} TFLOPS (step × {})",
+            significant(t.median_ms, 3),
+            significant(t.tflops, 3),
+            significant(ratio, 3)
+        )
+    };
+    for (file, r) in &rows {
+        let mx = r.mx.as_ref().expect("filtered above");
+        let fp8 = match (&mx.cublaslt_fp8_tensorwise, mx.ratio_cublaslt_fp8_tensorwise) {
+            (Some(t), Some(ratio)) => cell(t, ratio),
+            _ => format!(
+                "not run: {}",
+                mx.cublaslt_fp8_unavailable.as_deref().unwrap_or("no timing")
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} ms, {} TFLOPS | {} | {} | {fp8} |",
+            file.device.name,
+            shape_text(r),
+            significant(r.time.median_ms, 3),
+            significant(r.time.tflops, 3),
+            cell(&r.cublas_bf16, r.ratio_bf16),
+            cell(&mx.dequantize_then_cublas_bf16, mx.ratio_dequantize_then_cublas_bf16),
+        );
+    }
+    out.push('\n');
+    out.push_str(
+        "All four were timed in one alternating loop (the step's table gives the clocks), on the same \
+         inputs; \"step ×\" is the step's speed over the baseline's, above 1 where the step is faster. The \
+         dequantize kernel is the step's own conversion (shared/check/mx_dequant.cu), run on A and on B; \
+         cuBLASLt fp8 computes the product of the e4m3 bytes without their block scales: a ceiling, not \
+         the same product.\n",
+    );
     out
 }
 
@@ -898,6 +962,33 @@ mod tests {
                 ("include x.cu:kernel", false)
             ]
         );
+    }
+
+    #[test]
+    fn mx_baselines_show_for_the_mx_step_and_say_when_there_are_none() {
+        let pass = LadderResults::new(vec![file()]);
+        let none = pass.expand("{{#ladder-mx step11}}", Path::new("x.md")).unwrap();
+        assert!(none.contains("No MXFP8 baseline of step 11"), "{none}");
+        let mut mx = record_of(11, "mxfp8", 4096, 0.83);
+        let mut slower = mx.time.clone();
+        slower.tflops = 600.0;
+        mx.mx = Some(crate::run::results::MxBaselines {
+            quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
+            dequantize_then_cublas_bf16: slower,
+            ratio_dequantize_then_cublas_bf16: 1.127,
+            cublaslt_fp8_tensorwise: None,
+            ratio_cublaslt_fp8_tensorwise: None,
+            cublaslt_fp8_output: "fp32".into(),
+            cublaslt_fp8_unavailable: Some("CUBLAS_STATUS_NOT_SUPPORTED".into()),
+        });
+        let mut with = file();
+        with.records.push(mx);
+        let table = LadderResults::new(vec![with])
+            .expand("{{#ladder-mx step11}}", Path::new("x.md"))
+            .unwrap();
+        assert!(table.contains("600 TFLOPS (step × 1.13)"), "{table}");
+        assert!(table.contains("not run: CUBLAS_STATUS_NOT_SUPPORTED"), "{table}");
+        assert!(!table.contains("No MXFP8 baseline"), "{table}");
     }
 
     #[test]
