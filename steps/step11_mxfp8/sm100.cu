@@ -14,16 +14,17 @@
 //     128-element slice of K are one contiguous 512-byte tile; the producer brings each block's tiles
 //     (its 128 rows of A; all 256 rows of the pair's B, which both SMs need) into the ring slot with a
 //     plain bulk copy, and the MMA thread copies them to TMEM with `tcgen05.cp … 32x128b.warpx4` just
-//     before the slice's MMAs;
+//     before the slice's MMAs, into one of two scale sets that alternate slice by slice (the copy
+//     must not overwrite scales that MMAs still read: the `scale_sets` region);
 //   - the peer's scale bytes: A and B tiles are tensor copies that can count their bytes on the
 //     leader's barrier (`.cta_group::2`); a plain bulk copy cannot, so the peer counts its scale bytes
 //     on a barrier of its own, and the peer's otherwise idle MMA warp relays its completion to the
 //     leader (the `relay` region);
 //   - TMEM: two 256-column accumulators already fill all 512 columns. The scales need 12 more
-//     (4 for A, 8 for B). As seed 004 does, the two accumulators overlap: accumulator 1 starts 32
-//     columns before accumulator 0 ends, and the freed 32 columns hold the scales. The epilogue reads
-//     the shared 32 columns first and says so on one more barrier, `overlap_empty`, which the MMA warp
-//     waits on before the next tile's first MMA;
+//     (4 for A, 8 for B) per set, 24 for two sets. As seed 004 does, the two accumulators overlap:
+//     accumulator 1 starts 32 columns before accumulator 0 ends, and the freed 32 columns hold the
+//     scale sets. The epilogue reads the shared 32 columns first and says so on one more barrier,
+//     `overlap_empty`, which the MMA warp waits on before the next tile's first MMA;
 //   - the instruction: `…kind::mxf8f6f4.block_scale.block32`, with two more operands (the scales'
 //     TMEM addresses) and a different instruction descriptor (shared/encoding/mod.rs `sm100_mx`), whose
 //     scale-factor ids pick the K-block of the copied tile each MMA uses;
@@ -34,7 +35,8 @@
 // bf16's).
 //
 // Everything else (persistent grid of pairs, grouped tile order, ring, two accumulators handed over by
-// acc_full / acc_empty, double-buffered TMA-store epilogue) is step 10's.
+// acc_full / acc_empty at cluster scope, the producer's tail, double-buffered TMA-store epilogue) is
+// step 10's.
 #include "common.cuh"
 #include "mbarrier.cuh"
 #include "tma.cuh"
@@ -105,13 +107,15 @@ enum : int {
     SFB_TILES = BN / 128,                  // scale tiles of B per slice
     SCALE_SLOT_BYTES = (1 + SFB_TILES) * SF_TILE_BYTES,  // one block's scales of one slot: 1.5 KiB
     // TMEM: accumulator 0 in columns 0..BN-1, accumulator 1 starting OVERLAP_COLS before that ends,
-    // the scales in the OVERLAP_COLS columns this frees at the top.
+    // the scales in the OVERLAP_COLS columns this frees at the top: two sets, used by alternate slices.
     OVERLAP_COLS = CHUNK_COLS,             // the shared columns: one epilogue chunk
     ACC1_COL = BN - OVERLAP_COLS,          // accumulator 1: columns 224..479
-    SFA_COL = 2 * BN - OVERLAP_COLS,       // scale A: columns 480..483
-    SFB_COL = SFA_COL + SF_TILE_COLS,      // scale B: columns 484..491
+    SF_SETS = 2,                           // scale sets in TMEM, one per slice in turn
+    SF_SET_COLS = (1 + SFB_TILES) * SF_TILE_COLS,  // one set: A's 4 columns, then B's 8
+    SFA_COL = 2 * BN - OVERLAP_COLS,       // set 0: scale A 480..483, scale B 484..491;
+    SFB_COL = SFA_COL + SF_TILE_COLS,      // set 1: the same, 12 columns on (492..495, 496..503)
 };
-static_assert(SFB_COL + SFB_TILES * SF_TILE_COLS <= 2 * BN, "the scales fit in the columns the overlap frees");
+static_assert(SFA_COL + SF_SETS * SF_SET_COLS <= 2 * BN, "both scale sets fit in the columns the overlap frees");
 // ANCHOR_END: scale_budget
 // One pair, one MMA shape: M = 256 puts row i of each block's half in lane i of that block's TMEM
 // (all 128 lanes), and four epilogue warps are exactly what it takes to read 128 lanes back.
@@ -119,6 +123,7 @@ static_assert(CLUSTER_M == 2, "a 2-SM MMA is issued for a pair of blocks: cluste
 static_assert(BM == 128, "each block holds 128 rows of the M = 256 MMA: all 128 TMEM lanes, one scale tile");
 static_assert(THREADS == 6 * 32, "a producer warp, an MMA warp and four epilogue warps");
 static_assert(STAGES >= 2, "a ring needs at least two slots to overlap copies and MMAs");
+static_assert(STAGES >= SF_SETS, "a scale set is reused two slices on: its last slot is then in this round or the last");
 static_assert(BN % 128 == 0 && BN <= 256, "a 2-SM MMA has N <= 256; B's scales come in tiles of 128 rows");
 static_assert(ACCUMULATORS == 2 && 2 * BN == 512, "two accumulators of BN columns, overlapped, in TMEM's 512");
 static_assert(BK % MMA_K == 0 && BK / MMA_K == 4, "a K slice is four MMAs: the four scale-factor ids of a tile");
@@ -133,6 +138,29 @@ __device__ __forceinline__ u32 k_slice_offset(int k) {
     return static_cast<u32>(k * MMA_K);
 }
 // ANCHOR_END: swizzle
+
+// ANCHOR: relaxed_cluster
+// As in step 10: the hand-backs of TMEM cross blocks (the peer's epilogue reads its half of an
+// accumulator, then the leader's MMAs overwrite it), so they use the PTX ISA's pattern for that
+// (tcgen05 memory consistency): ld, wait::ld, fence::before_thread_sync, mbarrier.arrive.relaxed.cluster
+// in one thread; mbarrier.try_wait.relaxed.cluster, fence::after_thread_sync, MMA in the other. The
+// default forms (.release.cta / .acquire.cta) are not morally strong between two blocks. Same SASS.
+__device__ __forceinline__ void mbarrier_arrive_relaxed_cluster(u64* barrier, u32 rank) {
+    asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_map_shared(barrier, rank))
+                 : "memory");
+}
+__device__ __forceinline__ void mbarrier_wait_relaxed_cluster(u64* barrier, u32 parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "wait_again:\n"
+        "mbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra wait_again;\n"
+        "}\n" ::"r"(smem_address(barrier)),
+        "r"(parity)
+        : "memory");
+}
+// ANCHOR_END: relaxed_cluster
 
 // Writes 32 consecutive elements of one row of C (row `row`, columns col .. col+31, the fp32 bits in
 // `acc`) and nothing that lies outside C. Used only when N % 4 != 0 (no TMA store: C's rows are not
@@ -325,6 +353,20 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     }
                 }
             }
+            // ANCHOR: producer_tail
+            // The producer's tail (CUTLASS's producer_tail), as in step 10: wait for the last round of
+            // `empty` commits, one per slot, before this block may exit. The MMA thread multicasts them
+            // to both blocks, and nothing else orders their arrivals before the block's exit: one that
+            // landed later would change a word in the shared memory of the next block on this SM.
+            // A slot the last round never used passes at once (the phase before its first).
+            for (int i = 0; i < STAGES; ++i) {
+                mbarrier_wait(&empty[slot], phase ^ 1);
+                if (++slot == STAGES) {
+                    slot = 0;
+                    phase ^= 1;
+                }
+            }
+            // ANCHOR_END: producer_tail
         }
         // ANCHOR_END: producer
     } else if (warp == 1) {
@@ -335,9 +377,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         if (leader && lane == 0) {
             int slot = 0;
             u32 phase = 0;
-            int turn = 0;  // tiles this pair has computed so far
-            const u32 sfa_tmem = tmem + SFA_COL;  // lane 0: the copy fills all four lane quarters
-            const u32 sfb_tmem = tmem + SFB_COL;
+            int turn = 0;           // tiles this pair has computed so far
+            int slices_issued = 0;  // K slices issued so far, across tiles: they alternate scale sets
             for (int index = pair; index < order.count(); index += pairs, ++turn) {
                 // ANCHOR: acc_acquire
                 // Tile `turn` goes to accumulator turn % 2, in its round turn / 2. Wait until both
@@ -346,24 +387,41 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 // until they have read the 32 columns it shares with the other accumulator, where the
                 // tile before (turn − 1) lies.
                 const int accum = turn % ACCUMULATORS;
-                mbarrier_wait(&acc_empty[accum], ((turn / ACCUMULATORS) & 1) ^ 1);
-                if (turn > 0) mbarrier_wait(&overlap_empty, (turn - 1) & 1);
+                mbarrier_wait_relaxed_cluster(&acc_empty[accum], ((turn / ACCUMULATORS) & 1) ^ 1);
+                if (turn > 0) mbarrier_wait_relaxed_cluster(&overlap_empty, (turn - 1) & 1);
                 tcgen05_fence_after_thread_sync();  // the MMAs below come after the epilogue's loads
                 const u32 d_tmem = tmem + static_cast<u32>(accum * ACC1_COL);
                 // ANCHOR_END: acc_acquire
-                for (int slice = 0; slice < k_slices; ++slice) {
+                for (int slice = 0; slice < k_slices; ++slice, ++slices_issued) {
                     // Both blocks' tiles and the leader's scales counted here; the peer's scales
                     // arrive from its relay, at cluster scope.
                     mbarrier_wait_acquire_cluster(&full[slot], phase);
-                    tcgen05_fence_after_thread_sync();  // the copies and MMAs below come after the wait
+                    // ANCHOR: scale_sets
+                    // This slice's scales go to set slices_issued % 2, the set that the MMAs of two
+                    // slices ago read. The PTX ISA orders a tcgen05.cp before a later MMA of the same
+                    // thread (cp -> mma, "Pipelined tcgen05 instructions"), but not an MMA before a
+                    // later cp: only the MMAs' completion does. So, as in the ISA's pattern for
+                    // non-pipelined operations of one thread (commit, wait, fence, then the next), wait
+                    // for that slice's commit: empty[] of its slot, with the parity of its round. The
+                    // phase before has completed (the producer refilled the slot for that slice), and
+                    // the one after needs this thread's next commit there. Meanwhile the slice in
+                    // between keeps the tensor cores busy.
+                    const u32 sf_set = static_cast<u32>(slices_issued % SF_SETS) * SF_SET_COLS;
+                    if (slices_issued >= SF_SETS) {
+                        const bool same_round = slot >= SF_SETS;
+                        mbarrier_wait(&empty[same_round ? slot - SF_SETS : slot + STAGES - SF_SETS],
+                                      same_round ? phase : phase ^ 1);
+                    }
+                    // ANCHOR_END: scale_sets
+                    tcgen05_fence_after_thread_sync();  // the copies and MMAs below come after the waits
                     const u32 a_tile = smem_address(smem + slot * TILE_BYTES);
                     const u32 b_tile = a_tile + A_TILE_BYTES;
+                    const u32 sfa_tmem = tmem + SFA_COL + sf_set;  // lane 0: the copy fills all four lane quarters
+                    const u32 sfb_tmem = tmem + SFB_COL + sf_set;
                     // ANCHOR: scales_to_tmem
-                    // The slot's scale tiles to TMEM, in both blocks (each from its own shared memory).
-                    // They overwrite the previous slice's, which MMAs already issued may still be
-                    // reading: CUTLASS's block-scaled mainloop and seed 004 do the same, relying on the
-                    // tensor core taking this thread's tcgen05 operations in order (the PTX ISA
-                    // guarantees only cp -> mma; see the chapter).
+                    // The slot's scale tiles to TMEM, in both blocks (each from its own shared memory),
+                    // into this slice's set: the MMAs below see them (cp -> mma), and those of the
+                    // slice before, which read the other set, may still be running.
                     const u32 sf_slot = smem_address(scales + slot * SCALE_SLOT_BYTES);
                     tcgen05_cp_32x128b_warpx4_2sm(sfa_tmem, umma_descriptor(SF_DESC, sf_slot));
                     #pragma unroll
@@ -452,7 +510,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                         // The shared columns are read: the MMA warp may start the next tile. (A chunk
                         // right of C's end is never read; its arrival below comes all the same.)
                         tcgen05_fence_before_thread_sync();
-                        mbarrier_arrive_cluster(&overlap_empty, leader_rank);
+                        mbarrier_arrive_relaxed_cluster(&overlap_empty, leader_rank);
                     }
                     // ANCHOR_END: overlap_first
                     if (stores) {
@@ -490,7 +548,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                         store_row_piece(C, M, N, row, n0 + col, acc);  // N % 4 != 0: no TMA store possible
                     }
                 } else if (step == 0) {
-                    mbarrier_arrive_cluster(&overlap_empty, leader_rank);
+                    mbarrier_arrive_relaxed_cluster(&overlap_empty, leader_rank);
                 }
             }
             // ANCHOR: acc_release_empty
@@ -498,7 +556,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // before the arrival, and arrive on the leader's acc_empty[accum]. When all 256 epilogue
             // threads of the pair have, the MMA warp may overwrite it with tile turn + 2.
             tcgen05_fence_before_thread_sync();
-            mbarrier_arrive_cluster(&acc_empty[accum], leader_rank);
+            mbarrier_arrive_relaxed_cluster(&acc_empty[accum], leader_rank);
             // ANCHOR_END: acc_release_empty
         }
         // The last two stores may still be reading their buffers, which must stay valid until they
@@ -511,8 +569,9 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     // Every warp arrives here once its role is done, all tiles included. The cluster barrier: the
     // epilogue warps of both blocks have finished reading TMEM (their fences order the loads before
     // it) and made their last arrivals on the leader's barriers, the producers' copies have all landed
-    // (the MMAs that consumed them completed before the last acc_full), and no block exits while the
-    // other may still touch it. Then warp 1 of each block frees the pair's columns.
+    // (the MMAs that consumed them completed before the last acc_full), the last empty[] commits have
+    // arrived (the producer's tail), and no block exits while the other may still touch it. Then warp 1
+    // of each block frees the pair's columns.
     __syncwarp();  // barrier.cluster is .aligned: each warp arrives converged
     tcgen05_fence_before_thread_sync();
     cluster_sync();

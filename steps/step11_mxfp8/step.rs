@@ -481,13 +481,15 @@ mod blackwell {
     /// Two accumulators of 256 columns would fill all 512 columns of TMEM and leave none for the
     /// scales, which the MMA reads from TMEM too: 4 columns for A's 128 rows, 8 for B's 256. As in seed
     /// 004 the two accumulators overlap by one epilogue chunk (32 columns), which the epilogue reads
-    /// first; the 32 columns freed at the top hold the scales.
+    /// first; the 32 columns freed at the top hold the scales: two sets of 12, used by alternate K
+    /// slices, so that a slice's copy never overwrites the scales the slice before is still reading.
     pub const ACCUMULATORS: u32 = 2;
     pub const OVERLAP_COLUMNS: u32 = 32;
+    pub const SCALE_SETS: u32 = 2;
     pub const SCALE_COLUMNS: u32 = sm100_mx::SCALE_TILE_COLUMNS * (1 + BN / 128);
     pub const ALLOCATED_COLUMNS: u32 = ACCUMULATORS * BN;
     const _: () = assert!(ALLOCATED_COLUMNS == crate::encoding::TMEM_COLUMNS);
-    const _: () = assert!(ACCUMULATORS * BN - OVERLAP_COLUMNS + SCALE_COLUMNS <= ALLOCATED_COLUMNS);
+    const _: () = assert!(ACCUMULATORS * BN - OVERLAP_COLUMNS + SCALE_SETS * SCALE_COLUMNS <= ALLOCATED_COLUMNS);
     // ANCHOR_END: blackwell_tmem
     /// Slots in the ring: one fewer than step 10's six, for the fp32 staging buffers and the scales.
     pub const STAGES: u32 = 5;
