@@ -56,6 +56,18 @@ fn pct(x: f64) -> String {
 /// The rows of the evidence table: label, and how to read a value out of a record.
 type Row = (&'static str, fn(&StepRecord, &Profile) -> Option<String>);
 
+/// How many (block tile, K tile) pairs a step's Hopper kernel works through at the record's shape:
+/// the unit the chapters count shared-memory traffic in. Steps 08–11 share one tile, 128 × 256 with
+/// K tiles of 64; other steps have no such count here.
+fn block_k_tiles(r: &StepRecord) -> Option<f64> {
+    let (bm, bn, bk) = match r.step {
+        8..=11 => (128usize, 256usize, 64usize),
+        _ => return None,
+    };
+    let s = r.shape;
+    Some((s.m.div_ceil(bm) * s.n.div_ceil(bn) * s.k.div_ceil(bk)) as f64)
+}
+
 fn ncu_value(p: &Profile, key: &str) -> Option<f64> {
     p.ncu.as_ref().and_then(|n| n.get(key))
 }
@@ -110,6 +122,10 @@ const ROWS: &[Row] = &[
             Some(c) => format!("{} ({})", count(w), count(c)),
             None => count(w),
         })
+    }),
+    ("shared wavefronts per block and K tile (loads + stores)", |r, p| {
+        let (ld, st) = (ncu_value(p, "smem_ld_wavefronts")?, ncu_value(p, "smem_st_wavefronts")?);
+        Some(significant((ld + st) / block_k_tiles(r)?, 3))
     }),
     ("tensor pipe busy", |_, p| ncu_value(p, "tensor_pipe_pct").map(pct)),
     ("FMA pipe busy", |_, p| ncu_value(p, "fma_pipe_pct").map(pct)),
