@@ -133,6 +133,9 @@ pub enum SpanKind {
     /// Step 11, consumer: from its MMAs' commit to their wait returning (drawn as a thin band under the
     /// rest, which happens meanwhile).
     MmaInFlight,
+    /// Step 11, consumer: from the previous MMAs' wait returning (or a tile's start) to the next
+    /// stage's `full` barrier passing: waiting for the producer's operands.
+    StageWait,
 }
 
 impl SpanKind {
@@ -146,6 +149,7 @@ impl SpanKind {
             SpanKind::MmaWait => "consumer: waiting for its MMAs (wgmma_wait)",
             SpanKind::Barrier => "consumer: waiting at the consumers' barrier",
             SpanKind::MmaInFlight => "consumer: MMAs in flight, committed → waited for (thin band)",
+            SpanKind::StageWait => "consumer: waiting for the next stage (full)",
         }
     }
 
@@ -159,6 +163,7 @@ impl SpanKind {
             SpanKind::MmaWait => "mma wait",
             SpanKind::Barrier => "barrier",
             SpanKind::MmaInFlight => "mmas in flight",
+            SpanKind::StageWait => "stage wait",
         }
     }
 
@@ -172,6 +177,7 @@ impl SpanKind {
             SpanKind::MmaWait => RGBColor(120, 175, 230),
             SpanKind::Barrier => RGBColor(205, 40, 40),
             SpanKind::MmaInFlight => RGBColor(31, 100, 180),
+            SpanKind::StageWait => RGBColor(20, 160, 150),
         }
     }
 }
@@ -219,6 +225,7 @@ pub fn spans(stamps: &[Stamp]) -> Vec<Span> {
         let mut convert: Option<u64> = None;
         let mut converted: Option<u64> = None;
         let mut barrier_from: Option<u64> = None;
+        let mut stage_wait_from: Option<u64> = None;
         let mut epilogue: Option<(u64, Option<u64>)> = None;
         let close_epilogue = |epilogue: &mut Option<(u64, Option<u64>)>, out: &mut Vec<Span>| {
             if let Some((start, Some(end))) = epilogue.take() {
@@ -231,6 +238,7 @@ pub fn spans(stamps: &[Stamp]) -> Vec<Span> {
                 Event::TileStart => {
                     close_epilogue(&mut epilogue, &mut out);
                     out.push(span(SpanKind::TileStart, s.time_ns, s.time_ns));
+                    stage_wait_from = Some(s.time_ns);
                 }
                 Event::StageFull => {
                     close_epilogue(&mut epilogue, &mut out);
@@ -248,6 +256,7 @@ pub fn spans(stamps: &[Stamp]) -> Vec<Span> {
                         out.push(span(SpanKind::MmaInFlight, start, s.time_ns));
                     }
                     barrier_from = Some(s.time_ns);
+                    stage_wait_from = Some(s.time_ns);
                 }
                 Event::MmaDone => {
                     if let Some(start) = full.take() {
@@ -256,6 +265,11 @@ pub fn spans(stamps: &[Stamp]) -> Vec<Span> {
                 }
                 Event::ConvertStart => {
                     close_epilogue(&mut epilogue, &mut out);
+                    // The wait for the stage it converts from: since the last MMA wait, barrier or
+                    // tile start (step 11 stamps `ConvertStart` when `full` has passed).
+                    if let Some(start) = stage_wait_from.take() {
+                        out.push(span(SpanKind::StageWait, start, s.time_ns));
+                    }
                     convert = Some(s.time_ns);
                 }
                 Event::ConvertEnd => {
@@ -270,6 +284,7 @@ pub fn spans(stamps: &[Stamp]) -> Vec<Span> {
                         out.push(span(SpanKind::Barrier, start, s.time_ns));
                     }
                     converted = None;
+                    stage_wait_from = Some(s.time_ns);
                 }
                 Event::EpilogueStart => {
                     close_epilogue(&mut epilogue, &mut out);
@@ -327,6 +342,9 @@ pub struct Summary {
     pub consumer_mma_wait_share: f64,
     #[serde(default)]
     pub consumer_barrier_share: f64,
+    /// Step 11: the share waiting for the next stage's operands (`full`).
+    #[serde(default)]
+    pub consumer_stage_wait_share: f64,
 }
 
 impl Summary {
@@ -336,9 +354,10 @@ impl Summary {
         let pc = |share: f64| format!("{:.0}%", 100.0 * share);
         if self.consumer_convert_share > 0.0 {
             format!(
-                "{} of their time converting the next K tile, {} waiting for their MMAs, {} at the consumers' barrier and {} in epilogues",
+                "{} of their time converting the next K tile, {} waiting for their MMAs, {} for the next stage, {} at the consumers' barrier and {} in epilogues",
                 pc(self.consumer_convert_share),
                 pc(self.consumer_mma_wait_share),
+                pc(self.consumer_stage_wait_share),
                 pc(self.consumer_barrier_share),
                 pc(self.consumer_epilogue_share),
             )
@@ -455,11 +474,12 @@ pub fn merge_for_drawing(spans: &[Span], min_gap_ns: u64) -> Vec<Span> {
 const LEGEND_ROWS: usize = 4;
 
 /// The kinds of span in the order they are drawn (later ones on top).
-const DRAWN: [SpanKind; 8] = [
+const DRAWN: [SpanKind; 9] = [
     SpanKind::Mma,
     SpanKind::MmaInFlight,
     SpanKind::Convert,
     SpanKind::MmaWait,
+    SpanKind::StageWait,
     SpanKind::Barrier,
     SpanKind::Epilogue,
     SpanKind::TmaIssue,
@@ -608,7 +628,9 @@ fn draw_gantt(
                     SpanKind::TmaIssue => (row + 0.2, row + 0.8),
                     // Step 11: the MMAs in flight in a thin band, what the threads do meanwhile above.
                     SpanKind::MmaInFlight => (row + 0.12, row + 0.3),
-                    SpanKind::Convert | SpanKind::MmaWait | SpanKind::Barrier => (row + 0.36, row + 0.88),
+                    SpanKind::Convert | SpanKind::MmaWait | SpanKind::StageWait | SpanKind::Barrier => {
+                        (row + 0.36, row + 0.88)
+                    }
                     SpanKind::Mma | SpanKind::Epilogue => (row + 0.15, row + 0.85),
                 };
                 let x0 = x(s.start_ns);
@@ -870,6 +892,7 @@ pub fn timeline_main(
         consumer_convert_share: consumer_share(&all_spans, &sms_shown, SpanKind::Convert),
         consumer_mma_wait_share: consumer_share(&all_spans, &sms_shown, SpanKind::MmaWait),
         consumer_barrier_share: consumer_share(&all_spans, &sms_shown, SpanKind::Barrier),
+        consumer_stage_wait_share: consumer_share(&all_spans, &sms_shown, SpanKind::StageWait),
         sms_shown,
         span_us: (end - origin) as f64 / 1e3,
     };
@@ -964,6 +987,7 @@ pub(crate) mod tests {
             consumer_convert_share: 0.0,
             consumer_mma_wait_share: 0.0,
             consumer_barrier_share: 0.0,
+            consumer_stage_wait_share: 0.0,
         }
     }
 
@@ -1055,7 +1079,7 @@ pub(crate) mod tests {
         sum.consumer_barrier_share = share(SpanKind::Barrier);
         assert_eq!(
             sum.consumer_time(),
-            "29% of their time converting the next K tile, 31% waiting for their MMAs, 9% at the consumers' barrier and 20% in epilogues"
+            "29% of their time converting the next K tile, 31% waiting for their MMAs, 0% for the next stage, 9% at the consumers' barrier and 20% in epilogues"
         );
         let svg = gantt_svg(&all, &sum, 1_000, 2_700).unwrap();
         for kind in [

@@ -328,7 +328,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // loop is unrolled by two so that which register set is which is known at compile time:
             // registers cannot be indexed at run time (the array would go to local memory).
             auto convert_next = [&](int t, int j, u32 (&a_set)[4][4]) {
-                mbarrier_wait(&full[j % STAGES], (j / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
+                mbarrier_wait(&full[j % STAGES], (j / STAGES) & 1); TIMELINE_STAMP(TL_CONVERT_START);
                 convert(t, j % STAGES, a_set); TIMELINE_STAMP(TL_CONVERT_END);
             };
             convert_next(0, it, a[0]);
