@@ -458,6 +458,20 @@ pub fn max_active_clusters(function: &CudaFunction, stream: &CudaStream, launch:
     Ok(clusters as u32)
 }
 
+/// The same launch with as few clusters as finish the `tiles` in as many turns as all of them would:
+/// ⌈tiles / ⌈tiles / clusters⌉⌉. A persistent grid whose last turn is ragged (66 clusters, 256 tiles:
+/// 4 turns, the last with 58 busy) does the same work in the same number of turns with fewer clusters
+/// (64, every turn full), and the SMs left idle draw no power, which under the board's power limit is
+/// clock the others can use.
+pub fn balanced(launch: Launch, tiles: usize) -> Launch {
+    let cluster_size = launch.cluster_size().max(1);
+    let clusters = (launch.config.grid_dim.0 / cluster_size).max(1) as usize;
+    let turns = tiles.max(1).div_ceil(clusters);
+    let mut launch = launch;
+    launch.config.grid_dim.0 = (tiles.max(1).div_ceil(turns) as u32) * cluster_size;
+    launch
+}
+
 /// A persistent launch: one row of clusters of `cluster_size` blocks (`threads` threads and `smem`
 /// bytes of dynamic shared memory each), as many as fit on the GPU at once, or one per tile when there
 /// are fewer `tiles`. How many fit is asked of the driver once per kernel and configuration, and kept:
@@ -554,4 +568,32 @@ pub fn launch_with_pointers(
     unsafe { args.launch(config) }
         .map(|_| ())
         .map_err(Error::cuda("launching a kernel"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(clusters: u32) -> Launch {
+        let config = LaunchConfig {
+            grid_dim: (2 * clusters, 1, 1),
+            block_dim: (384, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        Launch::clustered(config, (2, 1, 1))
+    }
+
+    #[test]
+    fn a_balanced_grid_keeps_the_turns_and_drops_the_idle_clusters() {
+        // 4096³ and 8192³ with 256 × 256 cluster tiles on 66 clusters: 4 and 16 turns, 64 clusters.
+        assert_eq!(balanced(grid(66), 256).config.grid_dim.0, 128);
+        assert_eq!(balanced(grid(66), 1024).config.grid_dim.0, 128);
+        // Whole turns already: nothing changes.
+        assert_eq!(balanced(grid(66), 132).config.grid_dim.0, 132);
+        // Fewer tiles than clusters (persistent_launch gave one cluster per tile): one turn.
+        assert_eq!(balanced(grid(16), 16).config.grid_dim.0, 32);
+        // 600 tiles: 10 turns of 66 (the last with 6), or 10 turns of 60.
+        assert_eq!(balanced(grid(66), 600).config.grid_dim.0, 120);
+        assert_eq!(balanced(grid(66), 600).cluster, (2, 1, 1));
+    }
 }

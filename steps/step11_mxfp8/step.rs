@@ -14,8 +14,8 @@
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_mx_with_maps_in, launch_sibling, persistent_launch, Alternative, Format, GemmOperands, KernelFile, Step,
-    Targets,
+    balanced, launch_mx_with_maps_in, launch_sibling, persistent_launch, Alternative, Format, GemmOperands, KernelFile,
+    Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -179,8 +179,12 @@ mod hopper {
         )?;
         let (c_map, use_tma_store) =
             tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS, TmaSwizzle::B128)?;
+        // As many clusters as finish the tiles in the fewest turns, no more (`balanced`).
         let tiles = s.tiles(CLUSTER_M * BM, BN);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
+        let launch = balanced(
+            persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?,
+            tiles,
+        );
         launch_mx_with_maps_in(
             func,
             stream,
