@@ -186,8 +186,10 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         let _ = writeln!(out, "Evidence on {}, {}:\n", file.device.name, this.shape);
         let mut header = String::from("| |");
         let mut rule = String::from("|---|");
+        let mut marks = crate::book::Marks::default();
         for r in &columns {
-            let _ = write!(header, " {} |", r.label());
+            let label = marks.on(r.label(), crate::run::provenance::of_record(r));
+            let _ = write!(header, " {label} |");
             rule.push_str("---|");
         }
         let _ = writeln!(out, "{header}\n{rule}");
@@ -205,6 +207,7 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
             let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
         }
         out.push('\n');
+        out.push_str(&marks.note());
         if columns
             .iter()
             .any(|r| r.profile.as_ref().is_none_or(|p| p.ncu.is_none()))

@@ -18,6 +18,11 @@
 //!
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
 //! the sweep directives show only them.
+//! Every row (or evidence column) of a record whose numbers were not measured on the code the chapter
+//! shows carries a mark, explained in one line under its table ([`Marks`]): `†` its kernel source has
+//! changed since, `°` it was recorded before records carried a source hash, `‡` it was built from a
+//! tree with uncommitted changes ([`crate::run::provenance`]).
+//!
 //! A backslash in front (`\{{#ladder-table}}`) leaves the directive as text. With no results yet,
 //! each directive becomes one sentence that says how to record some.
 //!
@@ -35,6 +40,7 @@ pub mod quoted;
 pub mod svg;
 
 use crate::error::{Error, Result};
+use crate::run::provenance::{self, Provenance, Source};
 use crate::run::results::{self, significant, ResultsFile, StepRecord, TimingMethod};
 use mdbook_driver::book::BookItem;
 use mdbook_driver::MDBook;
@@ -440,13 +446,14 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
         .map(|i| if i >= numeric_from { "---:" } else { ":---" })
         .collect();
     let _ = writeln!(out, "|{}|", align.join("|"));
+    let mut marks = Marks::default();
     for (file, r) in &rows {
         let mut cells = vec![file.device.name.clone()];
         if step.is_none() {
             cells.push(r.label());
         }
         cells.extend([
-            shape_text(r),
+            marks.on(shape_text(r), provenance::of_record(r)),
             r.arch.clone(),
             significant(r.time.median_ms, 3),
             significant(r.time.tflops, 3),
@@ -461,6 +468,7 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out.push('\n');
+    out.push_str(&marks.note());
     out.push_str(
         "× cuBLAS is this kernel's TFLOPS over cuBLAS's, timed in the same process on the same inputs \
          (1 = as fast); from the alternating records on, in one loop that launched the kernel and cuBLAS \
@@ -541,11 +549,12 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
         .map(|i| if i >= 3 { "---:" } else { ":---" })
         .collect();
     let _ = writeln!(out, "|{}|", align.join("|"));
+    let mut marks = Marks::default();
     for (file, r) in &rows {
         let cells = [
             file.device.name.clone(),
             r.label(),
-            shape_text(r),
+            marks.on(shape_text(r), provenance::of_record(r)),
             significant(r.time.median_ms, 3),
             significant(r.time.tflops, 3),
             significant(r.cublas_bf16.tflops, 3),
@@ -560,6 +569,7 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out.push('\n');
+    out.push_str(&marks.note());
     out.push_str(
         "At every shape the step was first verified, against the previous step and against cuBLAS bf16 on the \
          same inputs, then timed in one loop with cuBLAS bf16, the two launched in turn; × cuBLAS is the ratio \
@@ -623,6 +633,7 @@ pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
             significant(ratio, 3)
         )
     };
+    let mut marks = Marks::default();
     for (file, r) in &rows {
         let mx = r.mx.as_ref().expect("filtered above");
         let fp8 = match (&mx.cublaslt_fp8_tensorwise, mx.ratio_cublaslt_fp8_tensorwise) {
@@ -636,7 +647,7 @@ pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
             out,
             "| {} | {} | {} ms, {} TFLOPS | {} | {} | {fp8} |",
             file.device.name,
-            shape_text(r),
+            marks.on(shape_text(r), provenance::of_record(r)),
             significant(r.time.median_ms, 3),
             significant(r.time.tflops, 3),
             cell(&r.cublas_bf16, r.ratio_bf16),
@@ -644,6 +655,7 @@ pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
         );
     }
     out.push('\n');
+    out.push_str(&marks.note());
     out.push_str(
         "All four were timed in one alternating loop (the step's table gives the clocks), on the same \
          inputs; \"step ×\" is the step's speed over the baseline's, above 1 where the step is faster. The \
@@ -673,6 +685,7 @@ pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
         "| GPU | shape | design | TFLOPS | × cuBLAS bf16 | the step's kernel, TFLOPS | × the step's kernel | registers | shared memory |"
     );
     let _ = writeln!(out, "|:---|:---|:---|---:|---:|---:|---:|---:|---:|");
+    let mut marks = Marks::default();
     for (file, r) in &rows {
         for a in &r.alternatives {
             let registers = match (a.registers, a.local_bytes) {
@@ -680,13 +693,15 @@ pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
                 (Some(n), Some(local)) if local > 0 => format!("{n} (+{local} B local)"),
                 (Some(n), _) => n.to_string(),
             };
+            // The alternative's own source decides its mark; the step's kernel (its ratio column)
+            // is marked in the step's table.
+            let design = format!("{} (`{}`)", a.name, a.kernel.rsplit('/').next().unwrap_or(&a.kernel));
             let _ = writeln!(
                 out,
-                "| {} | {} | {} (`{}`) | {} | {} | {} | {} | {registers} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {registers} | {} |",
                 file.device.name,
                 shape_text(r),
-                a.name,
-                a.kernel.rsplit('/').next().unwrap_or(&a.kernel),
+                marks.on(design, provenance::of_alternative(r, a)),
                 significant(a.time.tflops, 3),
                 significant(a.ratio_bf16, 3),
                 significant(r.time.tflops, 3),
@@ -696,6 +711,7 @@ pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
         }
     }
     out.push('\n');
+    out.push_str(&marks.note());
     out.push_str(
         "Each alternative was timed in its step's alternating loop, with the step's own kernel and cuBLAS \
          (the step's table above gives their times and clocks), so all three ratios compare kernels that \
@@ -729,6 +745,75 @@ pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
         }
     }
     out
+}
+
+/// The marks a table puts on a record measured on other code than the chapter shows, and the one line
+/// under the table that explains the marks it used. Marks rather than a refusal: an old record stays
+/// readable while it waits to be measured again, and nothing about it is hidden.
+#[derive(Default)]
+pub(crate) struct Marks {
+    changed: bool,
+    unhashed: bool,
+    dirty: bool,
+}
+
+impl Marks {
+    pub(crate) const CHANGED: char = '†';
+    pub(crate) const UNHASHED: char = '°';
+    pub(crate) const DIRTY: char = '‡';
+
+    /// `cell` with the marks `p` calls for (`4096³ †`), or unchanged for a record of the code shown.
+    pub(crate) fn on(&mut self, cell: String, p: Provenance) -> String {
+        let mut marks = String::new();
+        match p.source {
+            Source::Matches => {}
+            Source::Changed => {
+                self.changed = true;
+                marks.push(Self::CHANGED);
+            }
+            Source::Unhashed => {
+                self.unhashed = true;
+                marks.push(Self::UNHASHED);
+            }
+        }
+        if p.dirty {
+            self.dirty = true;
+            marks.push(Self::DIRTY);
+        }
+        if marks.is_empty() {
+            cell
+        } else {
+            format!("{cell} {marks}")
+        }
+    }
+
+    /// One paragraph explaining the marks used, or nothing when no row was marked.
+    pub(crate) fn note(&self) -> String {
+        let mut parts = Vec::new();
+        if self.changed {
+            parts.push(format!(
+                "{} measured on a different kernel source than the one shown: the file, a header it includes or its defines have changed since",
+                Self::CHANGED
+            ));
+        }
+        if self.unhashed {
+            parts.push(format!(
+                "{} recorded before records carried a hash of their kernel source, so which source it ran cannot be checked",
+                Self::UNHASHED
+            ));
+        }
+        if self.dirty {
+            parts.push(format!(
+                "{} built from a tree with uncommitted changes (revision `-dirty`): the code it ran is in no commit",
+                Self::DIRTY
+            ));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("{}.\n\n", parts.join("; "))
+        }
+    }
 }
 
 /// `4096³`, or `M×N×K` when the shape is not a cube.
@@ -949,6 +1034,126 @@ mod tests {
         }
     }
 
+    /// Step 11's `promote` alternative as registered now.
+    fn promote_kernel() -> &'static crate::run::registry::KernelFile {
+        let step = crate::run::steps::get(11).unwrap();
+        &step.alternatives.iter().find(|a| a.name == "promote").unwrap().kernel
+    }
+
+    /// A row is marked for what it was measured on (another source, an unknown one, a dirty build),
+    /// and the marks used are explained once, under the table; a record of the code shown is not.
+    #[test]
+    fn rows_measured_on_other_code_are_marked_and_explained_once() {
+        let matching = record_of(1, "naive", 4096, 100.0);
+        assert_eq!(provenance::of_record(&matching).source, Source::Matches);
+        let mut changed = record_of(2, "smem_tiling", 4096, 30.0);
+        changed.source_hash = Some("fnv1a64:0123456789abcdef".into());
+        let mut unhashed = record_of(3, "register_tiling", 4096, 4.0);
+        unhashed.source_hash = None;
+        let mut dirty = record_of(2, "smem_tiling", 8192, 240.0);
+        dirty.git = "abc1234-dirty".into();
+        let mut both = record_of(3, "register_tiling", 8192, 32.0);
+        both.source_hash = Some("fnv1a64:0123456789abcdef".into());
+        both.git = "abc1234-dirty".into();
+        let file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![matching.clone(), changed, unhashed, dirty, both],
+        };
+
+        let all = table(std::slice::from_ref(&file), None);
+        let row = |label: &str, shape: &str| {
+            all.lines()
+                .find(|l| l.contains(label) && l.contains(shape))
+                .unwrap_or_else(|| panic!("{label} {shape}: {all}"))
+                .to_string()
+        };
+        assert!(
+            row("01 naive", "4096³").contains("| 01 naive | 4096³ | sm_90 |"),
+            "{all}"
+        );
+        assert!(row("02 smem_tiling", "4096³").contains("| 4096³ † |"), "{all}");
+        assert!(row("03 register_tiling", "4096³").contains("| 4096³ ° |"), "{all}");
+        assert!(row("02 smem_tiling", "8192³").contains("| 8192³ ‡ |"), "{all}");
+        assert!(row("03 register_tiling", "8192³").contains("| 8192³ †‡ |"), "{all}");
+        // One line under the table, each mark explained once.
+        let note: Vec<&str> = all
+            .lines()
+            .filter(|l| l.starts_with("† measured on a different"))
+            .collect();
+        assert_eq!(note.len(), 1, "{all}");
+        assert!(
+            note[0].contains("; ° recorded before records carried a hash")
+                && note[0].contains("; ‡ built from a tree with uncommitted changes"),
+            "{}",
+            note[0]
+        );
+        assert_eq!(all.matches("kernel source").count(), 2, "{all}");
+
+        // A table of clean records has neither marks nor the note.
+        let clean = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![matching],
+        };
+        let text = table(std::slice::from_ref(&clean), Some(1));
+        assert!(
+            !text.contains(['†', '°', '‡']) && !text.contains("kernel source"),
+            "{text}"
+        );
+
+        // The evidence columns carry the same marks.
+        let mut profiled = file.clone();
+        for r in &mut profiled.records {
+            r.profile = Some(crate::evidence::Profile {
+                source: crate::evidence::ProfileSource::Computed,
+                note: None,
+                computed: crate::evidence::computed_for_shape(r.shape),
+                ncu: None,
+            });
+        }
+        profiled.records.retain(|r| r.shape.m == 4096);
+        let evidence = crate::book::evidence::evidence_table(&[profiled], 3);
+        assert!(
+            evidence.contains("| | 02 smem_tiling † | 03 register_tiling ° |") && evidence.contains("† measured on"),
+            "{evidence}"
+        );
+    }
+
+    /// An alternative is marked by its own source, found by name.
+    #[test]
+    fn alternatives_are_marked_by_their_own_source() {
+        let mut mx = record_of(11, "mxfp8", 4096, 0.35);
+        let alternative = |hash: Option<String>| crate::run::results::AlternativeRecord {
+            name: "promote".into(),
+            design: "design (a)".into(),
+            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            source_hash: hash,
+            time: mx.time.clone(),
+            ratio_bf16: 0.227,
+            ratio_step: 0.464,
+            checks: Vec::new(),
+            registers: Some(168),
+            dynamic_smem_bytes: 218 * 1024,
+            local_bytes: Some(0),
+        };
+        mx.alternatives = vec![
+            alternative(Some(provenance::source_hash(promote_kernel()))),
+            alternative(Some("fnv1a64:0123456789abcdef".into())),
+            alternative(None),
+        ];
+        let text = alternatives_table(
+            &[ResultsFile {
+                device: device("NVIDIA H200"),
+                records: vec![mx],
+            }],
+            11,
+        );
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("| promote")).collect();
+        assert!(rows[0].contains("| promote (`sm90_promote.cu`) | "), "{text}");
+        assert!(rows[1].contains("| promote (`sm90_promote.cu`) † | "), "{text}");
+        assert!(rows[2].contains("| promote (`sm90_promote.cu`) ° | "), "{text}");
+        assert!(text.contains("† measured on a different kernel source") && text.contains("° recorded before"));
+    }
+
     #[test]
     fn finds_directives_and_escapes() {
         let text = "a {{#ladder-table}} b \\{{#ladder-figure}} c {{#include x.cu:kernel}} {{# open";
@@ -1005,6 +1210,7 @@ mod tests {
             name: "promote".into(),
             design: "design (a)".into(),
             kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            source_hash: Some(provenance::source_hash(promote_kernel())),
             time,
             ratio_bf16: 0.227,
             ratio_step: 0.464,

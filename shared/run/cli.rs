@@ -46,6 +46,11 @@ pub struct CommonArgs {
     /// Do not write the results file or the figure.
     #[arg(long)]
     pub no_record: bool,
+    /// Record even though this binary was built from a tree with uncommitted changes (its revision
+    /// ends in `-dirty`); the book marks such rows `‡`. Without it such a run is refused before it
+    /// starts, unless it records nothing (--no-record, --check).
+    #[arg(long)]
+    pub allow_dirty: bool,
     /// The book folder whose src/results receives the results (default: ./book, else the crate's).
     #[arg(long)]
     pub book: Option<PathBuf>,
@@ -145,6 +150,20 @@ impl CommonArgs {
         ]
         .into_iter()
         .find(|d| d.join("book.toml").is_file())
+    }
+
+    /// Refuses, before anything runs, to record from a binary built from a dirty tree: its records
+    /// would name a revision that holds none of the code they measured. `revision` is
+    /// [`crate::GIT_REVISION`] (a parameter for the tests).
+    pub fn refuse_dirty_recording(&self, revision: &str) -> Result<()> {
+        let records = !(self.no_record || self.check);
+        if records && !self.allow_dirty && revision.ends_with("-dirty") {
+            return Err(Error::Usage(format!(
+                "this binary was built from a tree with uncommitted changes ({revision}): commit them and run again, \
+                 or pass --allow-dirty to record anyway (the book marks such rows ‡), or --no-record"
+            )));
+        }
+        Ok(())
     }
 
     fn options(&self) -> RunOptions {
@@ -269,6 +288,7 @@ pub fn step_main(id: u8) -> Result<()> {
     for shape in &shapes {
         shape.check(&step.binary())?;
     }
+    args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
     let gpu = open_for_running()?;
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
     println!(
@@ -368,6 +388,8 @@ pub fn ladder_main() -> Result<()> {
         }
     };
     if let Some(gpu) = gpu {
+        // Only here: without a GPU the ladder just builds the book, which a dirty tree may.
+        args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
         libs::require_nvrtc()?;
         run_ladder(&args, gpu)?;
     }
@@ -548,6 +570,23 @@ mod tests {
                 step.id
             );
         }
+    }
+
+    #[test]
+    fn a_dirty_build_records_only_when_allowed() {
+        let refused = step_args(&[]).common.refuse_dirty_recording("abc1234-dirty");
+        assert!(
+            matches!(&refused, Err(Error::Usage(m)) if m.contains("--allow-dirty")),
+            "{refused:?}"
+        );
+        for flags in [&["--allow-dirty"][..], &["--no-record"], &["--check"]] {
+            assert!(
+                step_args(flags).common.refuse_dirty_recording("abc1234-dirty").is_ok(),
+                "{flags:?}"
+            );
+        }
+        assert!(step_args(&[]).common.refuse_dirty_recording("abc1234").is_ok());
+        assert!(ladder_args(&["--allow-dirty"]).unwrap().common.allow_dirty);
     }
 
     #[test]

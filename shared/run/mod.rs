@@ -1,8 +1,10 @@
 //! Running a step: the registry of steps and their launches, the session that compiles, verifies and
-//! times them, the command line, the size sweep, the printed report and the results file.
+//! times them, the command line, the size sweep, the printed report, the results file and
+//! the provenance of its records (which kernel source each was measured on).
 
 pub mod cli;
 pub mod exercise;
+pub mod provenance;
 pub mod registry;
 pub mod report;
 pub mod results;

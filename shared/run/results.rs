@@ -116,6 +116,12 @@ pub struct StepRecord {
     pub arch: String,
     /// The kernel file, from the crate root: `steps/step01_naive/kernel.cu`.
     pub kernel: String,
+    /// [`crate::run::provenance::source_hash`] of that file as it ran (its text, the crate headers it
+    /// includes, its defines): the book marks the row when the file shown now hashes otherwise.
+    /// `None` in records from before the hash; written only when present, so that saving the file
+    /// again leaves those records as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_hash: Option<String>,
     pub shape: Shape,
     /// Made by `--sweep` (the size sweep, `{{#ladder-sweep-…}}` in the book), not by a plain run: the
     /// step chapters' tables and the ladder leave these out. Written only when true, so files from
@@ -178,6 +184,10 @@ pub struct AlternativeRecord {
     pub design: String,
     /// The kernel file, from the crate root.
     pub kernel: String,
+    /// [`crate::run::provenance::source_hash`] of the alternative's kernel as it ran; `None` in records
+    /// from before the hash (written only when present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_hash: Option<String>,
     /// Timed in the step's alternating loop, with the step's kernel and cuBLAS.
     pub time: Timing,
     /// `time.tflops / cublas_bf16.tflops` of the record (the same loop's cuBLAS).
@@ -476,12 +486,20 @@ pub(crate) mod tests {
         let time = timing(shape, ms);
         let cublas_bf16 = timing(shape, 0.2 * scale);
         let cublas_sgemm = (step <= 3).then(|| timing(shape, 2.4 * scale));
+        // The step's first registered kernel file and its hash now, as a fresh run would record them;
+        // a step the registry does not hold gets a made-up path and no hash.
+        let registered = crate::run::steps::get(step).ok().and_then(|s| s.kernels.first());
+        let kernel = registered.map_or_else(
+            || format!("steps/step{step:02}_{name}/kernel.cu"),
+            |k| k.path.to_string(),
+        );
         StepRecord {
             step,
             name: name.into(),
             title: format!("step {step}"),
             arch: "sm_90".into(),
-            kernel: format!("steps/step{step:02}_{name}/kernel.cu"),
+            source_hash: registered.map(crate::run::provenance::source_hash),
+            kernel,
             shape,
             sweep: false,
             seed: 42,
@@ -692,8 +710,8 @@ pub(crate) mod tests {
         assert_eq!(load(&path).unwrap().records[0].clocks, None);
     }
 
-    /// Files written before alternation have none of the new fields: they still load, as sequential
-    /// timings without clocks.
+    /// Files written before alternation and source hashes have none of the new fields: they still load,
+    /// as sequential timings without clocks or hash.
     #[test]
     fn records_from_before_alternation_still_load() {
         let mut value = serde_json::to_value(ResultsFile {
@@ -702,14 +720,14 @@ pub(crate) mod tests {
         })
         .unwrap();
         let old = value["records"][0].as_object_mut().unwrap();
-        for field in ["timing_method", "warmup_ms", "clocks"] {
+        for field in ["timing_method", "warmup_ms", "clocks", "source_hash"] {
             assert!(old.remove(field).is_some(), "{field}");
         }
         let file: ResultsFile = serde_json::from_value(value).unwrap();
         let r = &file.records[0];
         assert_eq!(
-            (r.timing_method, &r.warmup_ms, &r.clocks),
-            (TimingMethod::Sequential, &None, &None)
+            (r.timing_method, &r.warmup_ms, &r.clocks, &r.source_hash),
+            (TimingMethod::Sequential, &None, &None, &None)
         );
     }
 
