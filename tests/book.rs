@@ -342,10 +342,8 @@ fn committed_records_are_marked_unless_they_ran_the_source_shown() {
 }
 
 /// The promise of issue 17, once every step is re-recorded at one clean commit: every committed
-/// record ran the kernel source its chapter shows, from a clean build. Ignored until then (the
-/// records committed so far predate source hashes); `cargo test -- --ignored` runs it.
+/// record ran the kernel source its chapter shows, from a clean build.
 #[test]
-#[ignore = "until every step is re-recorded from a clean tree with source hashes (issue 17)"]
 fn committed_records_ran_the_source_shown_from_a_clean_build() {
     use gemm_ladder::run::provenance;
     let mut stale = Vec::new();

@@ -568,7 +568,8 @@ impl Session {
                     .step
                     .alternatives
                     .iter()
-                    .find(|a| a.kernel.path == loaded.file.path)
+                    // Alternatives may share a file and differ only in their defines (step 10's).
+                    .find(|a| a.kernel.path == loaded.file.path && a.kernel.defines == loaded.file.defines)
                     .expect("loaded from the step's list");
                 AlternativeRecord {
                     name: design.name.to_string(),
