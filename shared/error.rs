@@ -77,6 +77,17 @@ impl Error {
 }
 
 /// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
+/// Lets a write to a closed pipe end the process quietly, as it ends `cat` or `grep` (`stepNN --emit
+/// ptx | head`): Rust ignores SIGPIPE, so `println!` would panic with a backtrace instead. Every
+/// binary's entry calls it first.
+pub fn quiet_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: restores the default disposition of one signal before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 pub fn exit_with(result: Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,

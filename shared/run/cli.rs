@@ -271,6 +271,7 @@ fn open_for_running() -> Result<Gpu> {
 
 /// `stepNN`: compile → verify against the predecessor and cuBLAS → time → table → record → figure.
 pub fn step_main(id: u8) -> Result<()> {
+    crate::error::quiet_on_closed_pipe();
     if let Some(child) = crate::evidence::child_main_if_requested() {
         return child;
     }
@@ -369,6 +370,7 @@ fn sweep_main(args: &CommonArgs, gpu: Gpu, step: &'static Step, seed: u64) -> Re
 
 /// `ladder`: every step in order, one table, the figure, the book.
 pub fn ladder_main() -> Result<()> {
+    crate::error::quiet_on_closed_pipe();
     if let Some(child) = crate::evidence::child_main_if_requested() {
         return child;
     }

@@ -115,6 +115,7 @@ impl CheckArgs {
 }
 
 fn main() -> std::process::ExitCode {
+    gemm_ladder::error::quiet_on_closed_pipe();
     if std::env::var_os("GEMM_LADDER_HANG_SECONDS").is_none() {
         // Before anything reads the deadline (it is read once); nothing else runs yet.
         std::env::set_var("GEMM_LADDER_HANG_SECONDS", HANG_SECONDS);
@@ -316,6 +317,16 @@ fn number(v: Option<f64>) -> String {
     v.map_or("—".into(), |v| format!("{v:.3}"))
 }
 
+/// One CSV field (RFC 4180): quoted, with its quotes doubled, when it holds a comma, a quote or a
+/// line break ("predict, then measure" does).
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
 fn report(csv: bool) -> Result<()> {
     let progress = Progress::load()?;
     let rows: Vec<ReportRow> = exercise::all()
@@ -340,27 +351,29 @@ fn report(csv: bool) -> Result<()> {
             }
         })
         .collect();
-    let who = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    // The student: $USER, else the other names shells and Windows set, else "unknown".
+    let who = ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "unknown".into());
     if csv {
         println!("user,exercise,kind,status,attempts,hints used,last checked,prediction,measurement,unit");
         for e in exercise::all() {
             let entry = progress.exercises.get(e.id).cloned().unwrap_or_default();
-            println!(
-                "{who},{},{},{},{},{},{},{},{},{}",
-                e.id,
-                e.kind.describe(),
-                status_of(&progress, e.id),
-                entry.attempts,
-                entry.hints_shown,
+            let fields = [
+                who.clone(),
+                e.id.to_string(),
+                e.kind.describe().to_string(),
+                status_of(&progress, e.id).to_string(),
+                entry.attempts.to_string(),
+                entry.hints_shown.to_string(),
                 entry.last.unwrap_or_default(),
                 entry.prediction.map(|v| v.to_string()).unwrap_or_default(),
                 entry.measurement.map(|v| v.to_string()).unwrap_or_default(),
-                e.prediction
-                    .as_ref()
-                    .map(|p| p.unit)
-                    .unwrap_or_default()
-                    .replace(',', ";"),
-            );
+                e.prediction.as_ref().map(|p| p.unit).unwrap_or_default().to_string(),
+            ];
+            let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+            println!("{}", line.join(","));
         }
         return Ok(());
     }
@@ -704,5 +717,29 @@ fn watch(args: &CheckArgs) -> Result<()> {
             );
         }
         std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_field;
+
+    #[test]
+    fn csv_fields_with_commas_or_quotes_are_quoted() {
+        assert_eq!(csv_field("pass"), "pass");
+        assert_eq!(csv_field("predict, then measure"), "\"predict, then measure\"");
+        assert_eq!(csv_field("a \"b\""), "\"a \"\"b\"\"\"");
+        // Every row of a report has as many fields as the header, whatever the kind's text.
+        let row = ["me", "08.3", "predict, then measure", "pass"].map(csv_field).join(",");
+        let mut fields = 0;
+        let mut quoted = false;
+        for c in row.chars() {
+            match c {
+                '"' => quoted = !quoted,
+                ',' if !quoted => fields += 1,
+                _ => {}
+            }
+        }
+        assert_eq!(fields + 1, 4, "{row}");
     }
 }
