@@ -25,3 +25,6 @@ pub mod run;
 
 /// The revision of the code this binary was built from (`git describe --dirty`).
 pub const GIT_REVISION: &str = env!("GEMM_LADDER_GIT_REVISION");
+
+/// What `--version` prints: the crate's version and the revision the binary was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("GEMM_LADDER_GIT_REVISION"), ")");

@@ -64,7 +64,10 @@ pub struct CommonArgs {
 }
 
 #[derive(Debug, Parser)]
-#[command(about = "One step of the GEMM ladder: compile, verify against the previous step and cuBLAS, time, record.")]
+#[command(
+    version = crate::VERSION,
+    about = "One step of the GEMM ladder: compile, verify against the previous step and cuBLAS, time, record."
+)]
 pub struct StepArgs {
     #[command(flatten)]
     pub common: CommonArgs,
@@ -101,7 +104,10 @@ impl StepArgs {
 }
 
 #[derive(Debug, Parser)]
-#[command(about = "Every step of the GEMM ladder in order, one table, the figure, and the book.")]
+#[command(
+    version = crate::VERSION,
+    about = "Every step of the GEMM ladder in order, one table, the figure, and the book."
+)]
 pub struct LadderArgs {
     #[command(flatten)]
     pub common: CommonArgs,

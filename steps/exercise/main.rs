@@ -35,6 +35,7 @@ const PROGRESS_FILE: &str = ".exercise-progress.json";
 
 #[derive(Debug, Parser)]
 #[command(
+    version = gemm_ladder::VERSION,
     about = "Exercises of the GEMM ladder: list them, check your file, ask for hints, start over, watch, report.",
     after_help = "The loop: `list`, edit the starter file it names, `check NN.K`, `hint NN.K` when stuck, \
                   `reset NN.K` to start over, `watch NN.K` to re-check on every save. Teachers: `report`."
