@@ -20,10 +20,7 @@ extern "C" __global__ void mx_dequantize(const u8* __restrict__ q, const u8* __r
     if (t >= static_cast<i64>(rows) * halves) return;
     const int r = static_cast<int>(t / halves), half = static_cast<int>(t % halves);
     const int chunk = half / 2, second = half % 2;
-    const int block = chunk / 2, col_tiles = (K / 32 + 3) / 4, within = r % 128;
-    const i64 offset = (static_cast<i64>(r / 128) * col_tiles + block / 4) * 512 + (within % 32) * 16 + (within / 32) * 4 +
-                       block % 4;
-    const u32 s = scales[offset];
+    const u32 s = scales[blocked_scale_offset(r, chunk / 2, K)];
     const bool wide = s > NARROW_SCALE_MAX;
     const u32 factor = scale_bf16x2(s, wide);
     const uint2 in = *reinterpret_cast<const uint2*>(q + static_cast<i64>(r) * K + chunk * 16 + second * 8);

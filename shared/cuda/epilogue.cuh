@@ -8,16 +8,16 @@
 
 // ANCHOR: store_f32
 // Step 10's chunked epilogue, in fp32: a chunk is 64 rows × 32 columns (128-byte rows, 128-byte
-// swizzle), staged in one of BUFFERS 8 KiB buffers (`staging`, 1024-byte aligned) while the others
-// drain through TMA stores; `barrier` is a named barrier of this warpgroup's 128 threads. The
+// swizzle), staged in one of two 8 KiB buffers (`staging`, 16 KiB, 1024-byte aligned) while the other
+// drains through a TMA store; `barrier` is a named barrier of this warpgroup's 128 threads. The
 // fragment's pairs (row, 8j + 2t .. + 1) go out as 8-byte stores. Without a tensor map for C
 // (`use_tma_store` false: N % 4 != 0, so rows of fp32 do not start on 16 bytes) the pairs go to C
 // directly. The caller waits for the last stores' reads (tma_store_wait_read<0>) before it exits.
-template <int TILE_N, int BUFFERS = 2>
+template <int TILE_N>
 __device__ __forceinline__ void store_c_f32(const float (&acc)[TILE_N / 2], const WgmmaFragment& frag, int thread,
                                             int barrier, unsigned char* staging, const TensorMap* c_map,
                                             bool use_tma_store, float* C, int M, int N, int row0, int n0) {
-    constexpr int BOX_COLUMNS = 32, BOX_BYTES = 64 * 128;
+    constexpr int BOX_COLUMNS = 32, BOX_BYTES = 64 * 128, BUFFERS = 2;
     if (use_tma_store) {
         const u32 staging_address = smem_address(staging);
         #pragma unroll

@@ -96,6 +96,19 @@ __device__ __forceinline__ void e4m3x4_to_bf16x4(u32 four, u32 factor, bool wide
 }
 // ANCHOR_END: convert
 
+// ANCHOR: blocked_scale
+// Where a scale byte lies in the blocked layout (shared/check/mx.rs): tiles of 128 rows × 4 blocks of
+// 32 elements, 512 bytes each, row-tile major; inside a tile, row r's four bytes form one word at
+// (r % 32)·16 + (r / 32)·4, block 0 in the lowest byte.
+__device__ __forceinline__ u32 scale_offset(int row_in_tile) {
+    return (row_in_tile % 32) * 16 + (row_in_tile / 32) * 4;
+}
+// The byte of row `row`'s scale for its 32-element block `block`, in a matrix of K elements a row.
+__device__ __forceinline__ i64 blocked_scale_offset(int row, int block, int K) {
+    return (static_cast<i64>(row / 128) * ((K / 32 + 3) / 4) + block / 4) * 512 + scale_offset(row % 128) + block % 4;
+}
+// ANCHOR_END: blocked_scale
+
 // `ldmatrix` (the inverse of stmatrix, stmatrix.cuh) on bytes: four 8×8 matrices of 16-bit values, each
 // lane naming one row of 16 bytes (lane l: row l % 8 of matrix l / 8), each thread receiving, per matrix,
 // the 32-bit word at row lane / 4, bytes 4·(lane % 4) .. + 3. Read as e4m3 bytes, a matrix is 8 rows × 16

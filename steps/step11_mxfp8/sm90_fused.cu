@@ -132,12 +132,9 @@ struct TileOrder {
 };
 
 // ANCHOR: scale_of
-// The scale bytes of `row` (0 .. 127 within its block of 128 rows) in a 512-byte block of the blocked
-// layout: one word, the scales of its four 32-element blocks of K, block 0 in the lowest byte.
-__device__ __forceinline__ u32 scale_offset(int row) { return (row % 32) * 16 + (row / 32) * 4; }
-
-// The two scale bytes K tile t (64 elements: two blocks) uses, out of a row's word of four: a K tile is
-// half of a 512-byte block of the blocked layout.
+// A row's scales for four 32-element blocks of K are one word of a 512-byte tile of the blocked layout
+// (mx.cuh, scale_offset). The two scale bytes K tile t (64 elements: two blocks) uses, out of that
+// word: a K tile is half of a 512-byte tile.
 __device__ __forceinline__ void tile_scales(u32 word, int t, u32 (&scale)[2]) {
     const int block0 = ((t * BK) % 128) / 32;  // 0 or 2
     scale[0] = (word >> (8 * block0)) & 0xFF;

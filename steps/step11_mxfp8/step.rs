@@ -36,7 +36,25 @@ struct HopperLaunch {
     shared: SharedOperand,
     /// A store box of fp32 `C`: rows × columns.
     c_box: (u32, u32),
+    /// How B reaches the kernel.
+    b: BOperand,
+    /// The grid trimmed to the fewest clusters that need no more turns ([`balanced`]), or every
+    /// cluster that fits.
+    balanced: bool,
 }
+
+/// How the kernel gets B.
+#[derive(Clone, Copy, PartialEq)]
+enum BOperand {
+    /// As e4m3 tiles with their scales, converted in the kernel.
+    E4m3,
+    /// Dequantized once, before the GEMM, by the module's `dequantize_b` into the session's scratch
+    /// buffer (bf16, each 16 elements of K in the A fragments' order), loaded as step 10 loads B.
+    Dequantized,
+}
+
+/// Threads per block of `dequantize_b`; each converts 8 elements of B (half a 16-element slice).
+const DEQUANTIZE_THREADS: u32 = 256;
 
 /// The operand the blocks of a cluster share (each loads one slice of it for all of them).
 #[derive(Clone, Copy, PartialEq)]
@@ -59,7 +77,21 @@ impl HopperLaunch {
         // for ldmatrix and the converter); each block of a cluster loads its slice of the shared
         // operand for both.
         let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, a_rows, self.bk, self.swizzle)?;
-        let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, b_rows, self.bk, self.swizzle)?;
+        let b_map = match self.b {
+            BOperand::E4m3 => tma::matrix_2d_u8("B", ops.b, s.n, s.k, b_rows, self.bk, self.swizzle)?,
+            BOperand::Dequantized => {
+                dequantize_b(func, stream, ops)?;
+                tma::matrix_2d(
+                    "B (dequantized)",
+                    ops.workspace,
+                    s.n,
+                    s.k,
+                    b_rows,
+                    self.bk,
+                    TmaSwizzle::B128,
+                )?
+            }
+        };
         // ANCHOR_END: maps
         let (c_map, use_tma_store) =
             tma::store_map_for_c_f32(ops.c, s.m, s.n, self.c_box.0, self.c_box.1, TmaSwizzle::B128)?;
@@ -67,7 +99,10 @@ impl HopperLaunch {
             SharedOperand::A => s.tiles(self.bm, self.cluster * self.bn),
             SharedOperand::B => s.tiles(self.cluster * self.bm, self.bn),
         };
-        let launch = persistent_launch(func, stream, self.threads, self.smem, self.cluster, tiles)?;
+        let mut launch = persistent_launch(func, stream, self.threads, self.smem, self.cluster, tiles)?;
+        if self.balanced {
+            launch = balanced(launch, tiles);
+        }
         launch_mx_with_maps_in(
             func,
             stream,
@@ -78,6 +113,32 @@ impl HopperLaunch {
         )
     }
 }
+
+// ANCHOR: pre_pass
+/// Enqueues `dequantize_b`, the kernel beside `gemm` in the step's module: all of B into bf16 once,
+/// into the session's scratch buffer.
+fn dequantize_b(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+    if ops.workspace == 0 {
+        return Err(crate::error::Error::Other(
+            "step 11 needs the session's scratch buffer for the dequantized B".into(),
+        ));
+    }
+    let s = ops.shape;
+    let (rows, k) = (s.n as i32, s.k as i32);
+    let mut params: [*mut std::ffi::c_void; 5] = [
+        &ops.b as *const u64 as *mut _,
+        &ops.scale_b as *const u64 as *mut _,
+        &ops.workspace as *const u64 as *mut _,
+        &rows as *const i32 as *mut _,
+        &k as *const i32 as *mut _,
+    ];
+    let threads = (s.n * (s.k / 8)) as u64;
+    let grid = threads.div_ceil(u64::from(DEQUANTIZE_THREADS)) as u32;
+    // SAFETY: `dequantize_b(const u8* q, const u8* scales, bf16* out, int rows, int K)`: B is N×K bytes,
+    // its scales the blocked layout, the workspace N×K bf16.
+    unsafe { launch_sibling(func, stream, "dequantize_b", grid, DEQUANTIZE_THREADS, &mut params) }
+}
+// ANCHOR_END: pre_pass
 
 /// The Hopper kernel's tile, roles and launch: a pre-pass dequantizes B once into the scratch buffer,
 /// then step 10's persistent pipeline runs on e4m3 A and bf16 B, A converted into registers by the
@@ -120,8 +181,6 @@ mod hopper {
     /// wgmma descriptor template of the bf16 B tile: 128-byte swizzle, K-major, SBO = 8 rows × 128
     /// bytes, step 10's (A comes from registers and has none).
     pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
-    /// Threads per block of the pre-pass; each converts 8 elements of B (half a 16-element slice).
-    pub const DEQUANTIZE_THREADS: u32 = 256;
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step11_mxfp8/sm90.cu",
@@ -145,54 +204,23 @@ mod hopper {
 
     // ANCHOR: launch
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
-        let s = ops.shape;
-        if ops.workspace == 0 {
-            return Err(crate::error::Error::Other(
-                "step 11 needs the session's scratch buffer for the dequantized B".into(),
-            ));
+        // The pre-pass, then the GEMM: e4m3 A with the 64-byte swizzle; the bf16 B as step 10 loads it,
+        // each block of a cluster its half of the tile's rows for both; the grid trimmed to the fewest
+        // clusters that finish the tiles in as many turns.
+        HopperLaunch {
+            bm: BM,
+            bn: BN,
+            bk: BK,
+            swizzle: TmaSwizzle::B64,
+            threads: THREADS,
+            smem: SMEM_BYTES,
+            cluster: CLUSTER_M,
+            shared: SharedOperand::B,
+            c_box: (C_BOX_ROWS, C_BOX_COLS),
+            b: BOperand::Dequantized,
+            balanced: true,
         }
-        // The pre-pass: all of B into bf16 once (`dequantize_b`), into the scratch buffer.
-        let (rows, k) = (s.n as i32, s.k as i32);
-        let mut params: [*mut std::ffi::c_void; 5] = [
-            &ops.b as *const u64 as *mut _,
-            &ops.scale_b as *const u64 as *mut _,
-            &ops.workspace as *const u64 as *mut _,
-            &rows as *const i32 as *mut _,
-            &k as *const i32 as *mut _,
-        ];
-        let threads = (s.n * (s.k / 8)) as u64;
-        let grid = threads.div_ceil(u64::from(DEQUANTIZE_THREADS)) as u32;
-        // SAFETY: `dequantize_b(const u8* q, const u8* scales, bf16* out, int rows, int K)`: B is N×K
-        // bytes, its scales the blocked layout, the workspace N×K bf16.
-        unsafe { launch_sibling(func, stream, "dequantize_b", grid, DEQUANTIZE_THREADS, &mut params)? };
-        // Then the GEMM: e4m3 A with the 64-byte swizzle; the bf16 B as step 10 loads it, each block of
-        // a cluster its half of the tile's rows for both.
-        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B64)?;
-        let b_map = tma::matrix_2d(
-            "B (dequantized)",
-            ops.workspace,
-            s.n,
-            s.k,
-            BN / CLUSTER_M,
-            BK,
-            TmaSwizzle::B128,
-        )?;
-        let (c_map, use_tma_store) =
-            tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS, TmaSwizzle::B128)?;
-        // As many clusters as finish the tiles in the fewest turns, no more (`balanced`).
-        let tiles = s.tiles(CLUSTER_M * BM, BN);
-        let launch = balanced(
-            persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?,
-            tiles,
-        );
-        launch_mx_with_maps_in(
-            func,
-            stream,
-            &[a_map, b_map, c_map],
-            ops,
-            &[use_tma_store as i32],
-            launch,
-        )
+        .launch(func, stream, ops)
     }
     // ANCHOR_END: launch
 }
@@ -277,6 +305,8 @@ mod fused {
             cluster: CLUSTER_N,
             shared: SharedOperand::A,
             c_box: (C_BOX_ROWS, C_BOX_COLS),
+            b: BOperand::E4m3,
+            balanced: false,
         }
         .launch(func, stream, ops)
     }
@@ -351,6 +381,8 @@ mod smem_b {
             cluster: CLUSTER_M,
             shared: SharedOperand::B,
             c_box: (C_BOX_ROWS, C_BOX_COLS),
+            b: BOperand::E4m3,
+            balanced: false,
         }
         .launch(func, stream, ops)
     }
@@ -442,6 +474,8 @@ mod promote {
             cluster: CLUSTER_M,
             shared: SharedOperand::B,
             c_box: (C_BOX_ROWS, C_BOX_COLS),
+            b: BOperand::E4m3,
+            balanced: false,
         }
         .launch(func, stream, ops)
     }

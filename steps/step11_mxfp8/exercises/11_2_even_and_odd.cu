@@ -86,10 +86,7 @@ extern "C" __global__ void dequantize_b(const unsigned char* __restrict__ q, con
     if (t >= static_cast<i64>(rows) * halves) return;
     const int row = static_cast<int>(t / halves), half = static_cast<int>(t % halves);
     const int slice = half / 2, odd = half % 2;
-    const int block = slice / 2, within = row % 128;  // the slice's scale block; the row in its block of 128
-    const i64 scale_at = (static_cast<i64>(row / 128) * ((K / 32 + 3) / 4) + block / 4) * 512 + (within % 32) * 16 +
-                         (within / 32) * 4 + block % 4;
-    const u32 s = scales[scale_at];
+    const u32 s = scales[blocked_scale_offset(row, slice / 2, K)];
     const bool wide = s > NARROW_SCALE_MAX;
     const u32 factor = scale_bf16x2(s, wide);
     const uint4 in = *reinterpret_cast<const uint4*>(q + static_cast<i64>(row) * K + slice * 16);
@@ -149,12 +146,9 @@ struct TileOrder {
 };
 
 // ANCHOR: scale_of
-// The scale bytes of `row` (0 .. 127 within its block of 128 rows) in a 512-byte block of the blocked
-// layout: one word, the scales of its four 32-element blocks of K, block 0 in the lowest byte.
-__device__ __forceinline__ u32 scale_offset(int row) { return (row % 32) * 16 + (row / 32) * 4; }
-
-// The two scale bytes K tile t (64 elements: two blocks) uses, out of a row's word of four: a K tile is
-// half of a 512-byte block of the blocked layout.
+// A row's scales for four 32-element blocks of K are one word of a 512-byte tile of the blocked layout
+// (mx.cuh, scale_offset). The two scale bytes K tile t (64 elements: two blocks) uses, out of that
+// word: a K tile is half of a 512-byte tile.
 __device__ __forceinline__ void tile_scales(u32 word, int t, u32 (&scale)[2]) {
     const int block0 = ((t * BK) % 128) / 32;  // 0 or 2
     scale[0] = (word >> (8 * block0)) & 0xFF;
@@ -335,7 +329,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // loop is unrolled by two so that which register set is which is known at compile time:
             // registers cannot be indexed at run time (the array would go to local memory).
             auto convert_next = [&](int t, int j, u32 (&a_set)[4][4]) {
-                mbarrier_wait(&full[j % STAGES], (j / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
+                mbarrier_wait(&full[j % STAGES], (j / STAGES) & 1); TIMELINE_STAMP(TL_CONVERT_START);
                 convert(t, j % STAGES, a_set); TIMELINE_STAMP(TL_CONVERT_END);
             };
             convert_next(0, it, a[0]);
