@@ -236,6 +236,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         local_bytes: Some(0),
         profile: None,
         mx: None,
+        plan: None,
         alternatives: Vec::new(),
     };
     let file = ResultsFile {

@@ -10,6 +10,7 @@
 //! | `{{#ladder-figure}}`       | an image of `figures/ladder-<gpu>.svg` per results file          |
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
+//! | `{{#ladder-plans stepNN}}` | per sweep shape: what the launch chose, and the fastest alternative |
 //! | `{{#ladder-alternatives step11}}` | one row per alternative design timed with that step's runs |
 //! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (dequantize + cuBLAS, cuBLAS bf16, cuBLASLt fp8) |
 //!
@@ -277,6 +278,10 @@ impl LadderResults {
                 }
                 ("ladder-figure", []) => self.figure_links(chapter),
                 ("ladder-sweep-table", []) => sweep_table(&self.files),
+                ("ladder-plans", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    crate::book::figure_sweep::plans_table(&self.files, id)
+                }
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
                 ("ladder-evidence", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
@@ -297,7 +302,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };

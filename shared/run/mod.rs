@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod exercise;
+pub mod loader;
 pub mod provenance;
 pub mod registry;
 pub mod report;

@@ -395,6 +395,33 @@ impl Launch {
     }
 }
 
+/// What launches chose per shape, as they told it (step 10: its tile and decomposition).
+static PLANS: std::sync::Mutex<Vec<(Shape, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// A step's launch says what it chose for `shape`: printed the first time, and kept for the record
+/// of the run ([`plan_for`]).
+pub fn tell_plan(shape: Shape, plan: String) {
+    let mut plans = PLANS.lock().unwrap_or_else(|e| e.into_inner());
+    match plans.iter_mut().find(|(s, _)| *s == shape) {
+        Some((_, known)) if *known == plan => {}
+        Some((_, known)) => *known = plan,
+        None => {
+            eprintln!("{plan}");
+            plans.push((shape, plan));
+        }
+    }
+}
+
+/// What the step's launch last told for `shape`, if it tells anything.
+pub fn plan_for(shape: Shape) -> Option<String> {
+    PLANS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(s, _)| *s == shape)
+        .map(|(_, p)| p.clone())
+}
+
 /// Enqueues `entry`, another kernel of the module `function` was loaded from (a step's pre-pass), as a
 /// plain launch of `grid` blocks of `threads` threads; `params` points at its arguments, in order.
 ///

@@ -169,6 +169,10 @@ pub struct StepRecord {
     /// Written only when present, so other records read back unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mx: Option<MxBaselines>,
+    /// What the step's launch chose for this shape, in its own words (step 10: the tile and the
+    /// decomposition, [`crate::run::registry::tell_plan`]). Written only when told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
     /// The step's alternative designs ([`crate::run::registry::Alternative`]), verified beside its
     /// kernel and timed in the same loop. Written only when there are some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -537,6 +541,7 @@ pub(crate) mod tests {
             local_bytes: Some(0),
             profile: None,
             mx: None,
+            plan: None,
             alternatives: Vec::new(),
         }
     }

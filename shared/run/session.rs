@@ -9,7 +9,6 @@ use crate::device::cublas::Cublas;
 use crate::device::cublas::{Fp8Output, Fp8Tensorwise};
 use crate::device::gpu::Gpu;
 use crate::device::nvml::ClockSummary;
-use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
 use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
 use crate::run::results::{AlternativeRecord, MxBaselines, StepRecord, Timing, TimingMethod};
@@ -559,31 +558,28 @@ impl Session {
             mx,
             alternatives: alternative_timings,
         } = self.time_step(id, options.iters)?;
+        // Loaded in the order of the step's list (`Session::kernel`): alternatives may share a file
+        // and even their defines (step 10's), so they are named by place, not found by content.
+        let designs = self.kernels[&id]
+            .step
+            .alternatives_for_device(self.gpu.major, self.gpu.minor);
         let alternative_records = self.alternatives[&id]
             .iter()
+            .zip(designs)
             .zip(alternative_timings)
             .zip(&alternatives)
-            .map(|((loaded, timing), (_, checks))| {
-                let design = loaded
-                    .step
-                    .alternatives
-                    .iter()
-                    // Alternatives may share a file and differ only in their defines (step 10's).
-                    .find(|a| a.kernel.path == loaded.file.path && a.kernel.defines == loaded.file.defines)
-                    .expect("loaded from the step's list");
-                AlternativeRecord {
-                    name: design.name.to_string(),
-                    design: design.design.to_string(),
-                    kernel: loaded.file.path.to_string(),
-                    source_hash: Some(crate::run::provenance::source_hash(loaded.file)),
-                    ratio_bf16: timing.tflops / cublas_bf16.tflops,
-                    ratio_step: timing.tflops / time.tflops,
-                    time: timing,
-                    checks: checks.clone(),
-                    registers: loaded.registers,
-                    dynamic_smem_bytes: loaded.file.max_dynamic_smem,
-                    local_bytes: loaded.local_bytes,
-                }
+            .map(|(((loaded, design), timing), (_, checks))| AlternativeRecord {
+                name: design.name.to_string(),
+                design: design.design.to_string(),
+                kernel: loaded.file.path.to_string(),
+                source_hash: Some(crate::run::provenance::source_hash(loaded.file)),
+                ratio_bf16: timing.tflops / cublas_bf16.tflops,
+                ratio_step: timing.tflops / time.tflops,
+                time: timing,
+                checks: checks.clone(),
+                registers: loaded.registers,
+                dynamic_smem_bytes: loaded.file.max_dynamic_smem,
+                local_bytes: loaded.local_bytes,
             })
             .collect();
         let kernel = &self.kernels[&id];
@@ -619,6 +615,7 @@ impl Session {
                 ncu: None,
             }),
             mx,
+            plan: crate::run::registry::plan_for(self.shape),
             alternatives: alternative_records,
         };
         Ok(StepOutcome {
@@ -668,32 +665,7 @@ pub fn load_kernel_file(
 
 /// Compiles one kernel file for this GPU with NVRTC and loads its entry function.
 pub fn load_file(gpu: &Gpu, file: &KernelFile) -> Result<(CudaFunction, Arch)> {
-    let arch = file.targets.arch_for_device(gpu.major, gpu.minor);
-    let compiled = nvrtc::compile(file, arch, Output::Cubin)?;
-    if !compiled.log.is_empty() {
-        eprintln!("{} ({arch}): NVRTC says:\n{}", file.path, compiled.log);
-    }
-    let module = gpu
-        .ctx
-        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.bytes))
-        .map_err(Error::cuda(format!("loading {} for {arch}", file.path)))?;
-    let function = module
-        .load_function(file.entry)
-        .map_err(Error::cuda(format!("finding {}", file.entry)))?;
-    if file.max_dynamic_smem > 48 * 1024 {
-        function
-            .set_attribute(
-                FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                file.max_dynamic_smem as i32,
-            )
-            .map_err(Error::cuda("raising the dynamic shared-memory limit"))?;
-        // Ask for the largest shared-memory carveout (the rest of the 256 KiB is L1): the driver
-        // otherwise may pick a smaller one that fits fewer blocks per SM than the kernel plans for.
-        function
-            .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
-            .map_err(Error::cuda("asking for the shared-memory carveout"))?;
-    }
-    Ok((function, arch))
+    crate::run::loader::load_in(&gpu.ctx, gpu.major, gpu.minor, file)
 }
 
 impl Session {

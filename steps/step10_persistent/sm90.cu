@@ -14,9 +14,9 @@
 // first, then along N (the "grouped" order of Triton and CUTLASS's swizzle), so the tiles in flight
 // at any moment cover a compact block of C instead of a few whole rows of it.
 //
-// A cluster (two blocks along M) owns a 256×256 tile: each block its 128 rows, sharing B as in step 07.
-// The staging buffers of C now carry over from tile to tile, so every chunk, the first of a tile too,
-// waits until its buffer's previous store has read it.
+// A cluster owns CLUSTER_M · 128 rows × BN columns of C: each block its 128 rows; with CLUSTER_M = 2 the
+// pair shares B as in step 07. The staging buffers of C now carry over from tile to tile, so every
+// chunk, the first of a tile too, waits until its buffer's previous store has read it.
 //
 // Too few tiles to fill the GPU (1024³ has 16 cluster tiles for 66 clusters), or a last wave that
 // leaves clusters idle, is the other half of the lesson: stream-K. The tiles that would run in a
@@ -26,6 +26,11 @@
 // leave their fp32 partial sums in a workspace and raise a flag, and the finisher adds them, in
 // cluster order, before it stores the tile. step.rs chooses, from the shape, how many tiles are
 // data-parallel (whole, as before) and how many are shared this way.
+//
+// And the tile itself is chosen from the shape. BN and CLUSTER_M are compile-time constants, so step.rs
+// compiles this file once per tile shape it may choose (128×256 blocks in step 07's pairs by default,
+// or on their own; 128×128 and 128×64 blocks for shapes whose tiles would leave SMs idle or compute
+// columns that are not there) and launches the one whose modelled time is least.
 //
 // One change inside the main loop: a consumer no longer leaves a wgmma group in flight (MMA_IN_FLIGHT).
 // Everything else is step 09's.
@@ -85,7 +90,7 @@ enum : int {
     C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
 };
 static_assert(WG_ROWS == 64, "each consumer computes one 64-row wgmma tile");
-static_assert(BN == 256, "one wgmma m64n256k16 covers the tile's columns");
+static_assert(BN == 256 || BN == 128 || BN == 64, "one wgmma m64nBNk16 covers the tile's columns");
 static_assert(BK * 2 == SWIZZLE_BYTES, "the K tile is one 128-byte swizzled row per matrix row");
 static_assert(A_TILE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
 static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
@@ -96,7 +101,7 @@ static_assert((PRODUCER_REGISTERS + CONSUMER_REGISTERS * CONSUMERS) * 128 <= (65
               "the registers the block got at launch");
 
 // ANCHOR: schedule
-// The order of the tiles. A tile here is a cluster's 256×256 (CLUSTER_M · BM rows × BN columns) part of C.
+// The order of the tiles. A tile here is a cluster's CLUSTER_M · BM rows × BN columns of C (256×256 by default).
 struct TileOrder {
     int tiles_m, tiles_n;  // tiles down M and along N
     __device__ __forceinline__ int count() const { return tiles_m * tiles_n; }
@@ -241,8 +246,13 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     mbarrier_wait(&empty[stage], parity ^ 1);
                     mbarrier_arrive_expect_bytes(&full[stage], STAGE_BYTES);
                     tma_load_2d(a_tile(stage), &a_map, &full[stage], t * BK, m0);
-                    tma_load_2d_multicast(b_tile(stage) + rank * B_SLICE_BYTES, &b_map, &full[stage], t * BK,
-                                          n0 + rank * B_SLICE_ROWS, CLUSTER_MASK); TIMELINE_STAMP(TL_TMA_ISSUED);
+                    if (CLUSTER_M == 1) {
+                        tma_load_2d(b_tile(stage), &b_map, &full[stage], t * BK, n0);
+                    } else {
+                        tma_load_2d_multicast(b_tile(stage) + rank * B_SLICE_BYTES, &b_map, &full[stage], t * BK,
+                                              n0 + rank * B_SLICE_ROWS, CLUSTER_MASK);
+                    }
+                    TIMELINE_STAMP(TL_TMA_ISSUED);
                 }
             }
         }
@@ -253,7 +263,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         const int ctid = tid - 128 * warpgroup;   // thread within the consumer warpgroup
 
         // ANCHOR: descriptors
-        // As in step 06, for this consumer's 64 rows of A and all 256 rows of B.
+        // As in step 06, for this consumer's 64 rows of A and all BN rows of B.
         const u64 a_desc0 = A_DESC | ((smem_address(a_tile(0) + consumer * WG_ROWS * SWIZZLE_BYTES) & 0x3FFFF) >> 4);
         const u64 b_desc0 = B_DESC | ((smem_address(b_tile(0)) & 0x3FFFF) >> 4);
         auto a_desc = [&](int stage, int slice) { return a_desc0 + ((stage * STAGE_BYTES + slice * 32) >> 4); };
@@ -271,7 +281,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // ANCHOR_END: release
 
         // ANCHOR: partials
-        // Where this warpgroup leaves, or finds, the partial sums of a cluster: 64×256 fp32 per
+        // Where this warpgroup leaves, or finds, the partial sums of a cluster: 64×BN fp32 per
         // warpgroup, stored in the accumulators' own order (thread ctid's acc[4q .. 4q+3] at float4
         // number 128·q + ctid), so a warp's 16-byte stores and loads are 512 contiguous bytes.
         auto slot = [&](int g) {
@@ -281,7 +291,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // ANCHOR_END: partials
 
         // ANCHOR: consumer_tiles
-        float acc[BN / 2];  // this consumer's 64×256 part of the current tile: 128 fp32 a thread
+        float acc[BN / 2];  // this consumer's 64×BN part of the current tile: BN / 2 fp32 a thread
 
         int it = 0;  // K tiles consumed so far, across pieces: the producer's count, in step
         WorkList work(schedule, cluster);

@@ -3,6 +3,8 @@
 //! Hopper (`sm90.cu`): step 09's kernel, persistent: the grid is as many clusters as fit on the GPU at
 //! once (the driver is asked), each cluster walks its tiles in a grouped order (`GROUP_M` tile rows
 //! at a time), and the producer runs ahead into the next tile while the consumers store the last.
+//! Which tile (128×256 blocks in pairs, or on their own, or 128×128 or 128×64 blocks) is chosen from
+//! the shape (`choose_tile`), and the tiles of a ragged last wave are shared out by K (stream-K).
 //!
 //! Blackwell (`sm100.cu`, assembled, not run here): step 09's kernel, persistent in the same way (one
 //! pair of blocks per place, the same grouped order), with two TMEM accumulators (2 × 256 columns) so
@@ -12,8 +14,8 @@ use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_maps_then, launch_with_maps_in, persistent_launch, Alternative, Format, GemmOperands, KernelFile, Step,
-    Targets,
+    launch_maps_then, launch_with_maps_in, persistent_launch, tell_plan, Alternative, Format, GemmOperands, KernelFile,
+    Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -27,13 +29,13 @@ mod hopper {
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
     pub const BM: u32 = 128;
-    /// Columns of `C` per block: one `wgmma … m64n256k16` covers them.
+    /// Columns of `C` per block of the default tile: one `wgmma … m64n256k16` covers them.
     pub const BN: u32 = 256;
     /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
     pub const BK: u32 = 64;
     /// A producer warpgroup and two consumer warpgroups.
     pub const THREADS: u32 = 3 * 128;
-    /// Tiles of A and B in the ring (48 KiB each), as in step 09.
+    /// Tiles of A and B in the ring of the default tile (48 KiB each), as in step 09.
     pub const STAGES: u32 = 4;
     /// wgmma groups a consumer leaves in flight when it waits (step 09: 1). Step 10 waits for all
     /// of them and releases the stage at once: the other consumer's MMAs keep the tensor cores busy
@@ -42,8 +44,8 @@ mod hopper {
     /// Registers a thread after `setmaxnreg`, as in step 09.
     pub const PRODUCER_REGISTERS: u32 = 48;
     pub const CONSUMER_REGISTERS: u32 = 224;
-    /// Blocks per cluster along M, sharing every B tile. The grid is one row of clusters
-    /// (`registry::persistent_launch`), so a cluster is `(CLUSTER_M, 1, 1)`.
+    /// Blocks per cluster along M in the default tile, sharing every B tile. The grid is one row of
+    /// clusters (`registry::persistent_launch`), so a cluster is `(cluster_m, 1, 1)`.
     pub const CLUSTER_M: u32 = 2;
     // ANCHOR: group
     /// Tile rows per group of the tile order: inside a group the tiles run down M first, so the
@@ -56,22 +58,93 @@ mod hopper {
     /// Staging buffers per consumer warpgroup, and consumer warpgroups.
     pub const C_BUFFERS: u32 = 2;
     pub const CONSUMERS: u32 = 2;
-    /// Shared memory of a ring of `stages` and `c_buffers` staging buffers per consumer.
-    pub const fn smem_bytes(stages: u32, c_buffers: u32) -> u32 {
-        1024 + stages * (BM + BN) * BK * 2 + CONSUMERS * c_buffers * C_BOX_ROWS * C_BOX_COLS * 2 + 2 * stages * 8
+    /// Shared memory of a ring of `stages` tiles of BM + `bn` rows and `c_buffers` staging buffers
+    /// per consumer.
+    pub const fn smem_bytes(stages: u32, c_buffers: u32, bn: u32) -> u32 {
+        1024 + stages * (BM + bn) * BK * 2 + CONSUMERS * c_buffers * C_BOX_ROWS * C_BOX_COLS * 2 + 2 * stages * 8
     }
     /// Step 09's budget: 4 · 48 + 32 + 1 = 225 KiB.
-    pub const SMEM_BYTES: u32 = smem_bytes(STAGES, C_BUFFERS);
+    pub const SMEM_BYTES: u32 = smem_bytes(STAGES, C_BUFFERS, BN);
     // Hopper allows a block the same 227 KiB as Blackwell.
     const _: () = assert!(SMEM_BYTES <= crate::encoding::sm100::SMEM_PER_BLOCK_MAX);
     /// wgmma descriptor templates: 128-byte swizzle, K-major; SBO = 8 rows × 128 bytes.
     pub const A_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
     pub const B_DESC: u64 = sm90::smem_descriptor(0, 16, 1024, SmemSwizzle::B128);
 
-    /// The kernel file with a ring of `$stages`, `$c_buffers` staging buffers per consumer and the
-    /// given register split, launched by `$launch`.
+    // ANCHOR: tile_shapes
+    /// A tile shape the launch may choose: columns of `C` per block (one `wgmma … m64nBNk16`), blocks
+    /// per cluster along M (sharing each B tile), and the deepest ring that fits beside them.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Tile {
+        pub bn: u32,
+        pub cluster_m: u32,
+        pub stages: u32,
+    }
+
+    /// The default first (steps 07–09's tile: 128×256 blocks in pairs), then the same blocks on their
+    /// own, and narrower blocks for shapes that leave SMs idle or the default's columns empty, on
+    /// their own before in pairs. Each ring as deep as fits.
+    pub const TILES: [Tile; 5] = [
+        Tile {
+            bn: BN,
+            cluster_m: CLUSTER_M,
+            stages: STAGES,
+        },
+        Tile {
+            bn: 256,
+            cluster_m: 1,
+            stages: 4,
+        },
+        Tile {
+            bn: 128,
+            cluster_m: 1,
+            stages: 6,
+        },
+        Tile {
+            bn: 128,
+            cluster_m: 2,
+            stages: 6,
+        },
+        Tile {
+            bn: 64,
+            cluster_m: 1,
+            stages: 8,
+        },
+    ];
+
+    /// What one block's K tile costs, in SM cycles at full rate, for the three resources it uses: the
+    /// tensor cores (BM · BN · BK multiply-adds at 2048 a cycle: 989 TFLOPS at 1.83 GHz over 132
+    /// SMs), the shared memory (the two consumers' `wgmma` reads of A and B, and the TMA writes of
+    /// the stage, at 128 bytes a cycle), and L2 (the A tile and this block's slice of B, at 64 bytes
+    /// a cycle an SM). The 128×256 tile is at the first two limits at once (1024 cycles), paired or
+    /// not; narrower tiles are held by the shared memory. A model for choosing, not a prediction of
+    /// time: development runs put the tiles in the order it gives, not at its ratios.
+    pub const fn k_tile_cycles(t: Tile) -> u64 {
+        let mma = (BM * t.bn * BK / 2048) as u64;
+        let smem = ((CONSUMERS * (64 + t.bn) + BM + t.bn) * BK * 2 / 128) as u64;
+        let l2 = ((BM + t.bn / t.cluster_m) * BK * 2 / 64) as u64;
+        let most = if mma > smem { mma } else { smem };
+        if most > l2 {
+            most
+        } else {
+            l2
+        }
+    }
+    const _: () = {
+        let mut i = 0;
+        while i < TILES.len() {
+            let t = TILES[i];
+            assert!(smem_bytes(t.stages, C_BUFFERS, t.bn) <= crate::encoding::sm100::SMEM_PER_BLOCK_MAX);
+            assert!(smem_bytes(t.stages + 1, C_BUFFERS, t.bn) > crate::encoding::sm100::SMEM_PER_BLOCK_MAX);
+            i += 1;
+        }
+    };
+    // ANCHOR_END: tile_shapes
+
+    /// The kernel file of `$tile` with `$c_buffers` staging buffers per consumer and the given
+    /// register split, launched by `$launch`.
     macro_rules! kernel {
-        ($stages:expr, $c_buffers:expr, $producer:expr, $consumer:expr, $launch:expr, $group:expr, $in_flight:expr) => {
+        ($tile:expr, $c_buffers:expr, $producer:expr, $consumer:expr, $launch:expr, $group:expr, $in_flight:expr) => {
             KernelFile {
                 path: "steps/step10_persistent/sm90.cu",
                 source: include_str!("sm90.cu"),
@@ -79,10 +152,10 @@ mod hopper {
                 entry: "gemm",
                 defines: &[
                     ("BM", BM as u64),
-                    ("BN", BN as u64),
+                    ("BN", $tile.bn as u64),
                     ("BK", BK as u64),
-                    ("STAGES", $stages as u64),
-                    ("CLUSTER_M", CLUSTER_M as u64),
+                    ("STAGES", $tile.stages as u64),
+                    ("CLUSTER_M", $tile.cluster_m as u64),
                     ("GROUP_M", $group as u64),
                     ("MMA_IN_FLIGHT", $in_flight as u64),
                     ("C_BUFFERS", $c_buffers as u64),
@@ -91,50 +164,94 @@ mod hopper {
                     ("A_DESC", A_DESC),
                     ("B_DESC", B_DESC),
                 ],
-                max_dynamic_smem: smem_bytes($stages, $c_buffers),
+                max_dynamic_smem: smem_bytes($tile.stages, $c_buffers, $tile.bn),
                 launch: $launch,
             }
         };
     }
 
+    /// The step's kernel: the default tile's compilation, whose launch picks the tile for the shape.
     pub const KERNEL: KernelFile = kernel!(
-        STAGES,
+        TILES[0],
         C_BUFFERS,
         PRODUCER_REGISTERS,
         CONSUMER_REGISTERS,
-        launch::<true>,
+        launch_chosen,
         GROUP_M,
         MMA_IN_FLIGHT
     );
 
-    /// Two experiments timed beside the kernel in its own loop: every tile whole (what stream-K
-    /// gains or loses at each shape), and step 09's main loop (one wgmma group kept in flight).
-    pub const ALTERNATIVES: &[Alternative] = &[
-        Alternative {
-            name: "data-parallel",
-            design: "every tile whole, one cluster each, as many turns as it takes (no stream-K)",
-            kernel: kernel!(
-                STAGES,
+    /// Each tile shape compiled, for the launch that chooses it (the default's is `KERNEL` itself).
+    macro_rules! tile_kernel {
+        ($i:literal) => {
+            kernel!(
+                TILES[$i],
                 C_BUFFERS,
                 PRODUCER_REGISTERS,
                 CONSUMER_REGISTERS,
-                launch::<false>,
+                launch_tile::<$i, true>,
+                GROUP_M,
+                MMA_IN_FLIGHT
+            )
+        };
+    }
+    pub static TILE_KERNELS: [KernelFile; 5] = [
+        tile_kernel!(0),
+        tile_kernel!(1),
+        tile_kernel!(2),
+        tile_kernel!(3),
+        tile_kernel!(4),
+    ];
+
+    /// Experiments timed beside the kernel in its own loop: every tile whole (what stream-K gains or
+    /// loses at each shape), step 09's main loop (one wgmma group kept in flight), and each tile shape
+    /// fixed (what the choice gains or loses at each shape).
+    pub const ALTERNATIVES: &[Alternative] = &[
+        Alternative {
+            name: "data-parallel",
+            design: "the default tile, every tile whole, one cluster each, as many turns as it takes (no stream-K)",
+            kernel: kernel!(
+                TILES[0],
+                C_BUFFERS,
+                PRODUCER_REGISTERS,
+                CONSUMER_REGISTERS,
+                launch_tile::<0, false>,
                 GROUP_M,
                 MMA_IN_FLIGHT
             ),
         },
         Alternative {
             name: "in-flight",
-            design: "step 09's main loop: one wgmma group left in flight, its stage released a K tile later",
+            design: "the default tile with step 09's main loop: one wgmma group left in flight, its stage released a K tile later",
             kernel: kernel!(
-                STAGES,
+                TILES[0],
                 C_BUFFERS,
                 PRODUCER_REGISTERS,
                 CONSUMER_REGISTERS,
-                launch::<true>,
+                launch_tile::<0, true>,
                 GROUP_M,
                 1
             ),
+        },
+        Alternative {
+            name: "tile-128x256",
+            design: "always 128×256 blocks on their own: no pair, no multicast of B",
+            kernel: tile_kernel!(1),
+        },
+        Alternative {
+            name: "tile-128x128",
+            design: "always 128×128 blocks on their own, a ring of 6",
+            kernel: tile_kernel!(2),
+        },
+        Alternative {
+            name: "tile-256x128",
+            design: "always 128×128 blocks in pairs sharing B, a ring of 6",
+            kernel: tile_kernel!(3),
+        },
+        Alternative {
+            name: "tile-128x64",
+            design: "always 128×64 blocks on their own, a ring of 8",
+            kernel: tile_kernel!(4),
         },
     ];
 
@@ -165,10 +282,12 @@ mod hopper {
         /// clusters) are shared out by K tiles, in runs of at least `min_run` K tiles, when the
         /// model says it saves more than its fixups cost; otherwise every tile is whole.
         pub fn choose(tiles: u32, k_tiles: u32, fit: u32, stream_k: bool) -> Decomposition {
+            // Whole tiles on as few clusters as take the same number of turns as all `fit` would
+            // (`registry::balanced`): the idle SMs' power is clock for the others under the power limit.
             let data_parallel = Decomposition {
                 tiles,
                 k_tiles,
-                clusters: fit.min(tiles).max(1),
+                clusters: tiles.max(1).div_ceil(tiles.max(1).div_ceil(fit.max(1))),
                 dp_tiles: tiles,
                 sk_clusters: 0,
             };
@@ -209,6 +328,17 @@ mod hopper {
             dp_turns * k + sk
         }
 
+        /// What the model charges for it, in K tiles: the longest list, and where tiles are shared
+        /// a fixup for each run a tile is cut into (as `choose` weighs them).
+        pub fn modelled_k_tiles(&self) -> u64 {
+            let k = self.k_tiles as u64;
+            if self.sk_clusters == 0 {
+                return self.k_tiles_per_cluster();
+            }
+            let run = ((self.tiles - self.dp_tiles) as u64 * k).div_ceil(self.sk_clusters as u64);
+            self.k_tiles_per_cluster() + FIXUP_K_TILES * k.div_ceil(run)
+        }
+
         /// One line for the console and the record.
         pub fn describe(&self) -> String {
             if self.sk_clusters == 0 {
@@ -237,31 +367,55 @@ mod hopper {
     }
     // ANCHOR_END: decomposition
 
+    // ANCHOR: choice
+    /// The tile shape for `shape`: the one whose decomposition over the clusters that fit (`fits[i]`
+    /// for `TILES[i]`, asked of the driver) has the least modelled time, K tiles × cycles a K tile;
+    /// on a tie, the earlier in the list.
+    pub fn choose_tile(shape: crate::check::problem::Shape, fits: [u32; 5]) -> (usize, Decomposition) {
+        let k_tiles = shape.k.div_ceil(BK as usize) as u32;
+        let plans = TILES.iter().zip(fits).map(|(t, fit)| {
+            let tiles = shape.tiles(t.cluster_m * BM, t.bn) as u32;
+            Decomposition::choose(tiles, k_tiles, fit, true)
+        });
+        let costed: Vec<(u64, Decomposition)> = plans
+            .enumerate()
+            .map(|(i, d)| (d.modelled_k_tiles() * k_tile_cycles(TILES[i]), d))
+            .collect();
+        let best = (0..TILES.len()).min_by_key(|&i| (costed[i].0, i)).unwrap_or(0);
+        (best, costed[best].1)
+    }
+    // ANCHOR_END: choice
+
     // ANCHOR: workspace
-    /// The stream-K workspace: a 128×256 fp32 partial tile per block of each cluster (128 KiB), then
-    /// one flag per consumer warpgroup. Allocated on first need and kept; grown, never shrunk.
+    /// The stream-K workspace: one flag per consumer warpgroup of every block, then a 128×BN fp32
+    /// partial tile per block (128 KiB for the default tile). Allocated on first need and kept; grown,
+    /// never shrunk. The flags come first, at fixed places, so a launch of another tile shape finds
+    /// only flags there (raised to older epochs), never partial sums.
     struct Workspace {
         context: usize,
-        clusters: u32,
+        bytes: u64,
         base: u64,
     }
     static WORKSPACE: Mutex<Option<Workspace>> = Mutex::new(None);
     /// Each launch raises its flags to a new value, so they never need clearing.
     static EPOCH: AtomicU32 = AtomicU32::new(0);
+    /// Room for the flags of 1024 blocks.
+    const FLAG_BYTES: u64 = 1024 * CONSUMERS as u64 * 4;
 
-    pub const PARTIAL_BYTES_PER_CLUSTER: u64 = (CLUSTER_M * BM * BN * 4) as u64;
-    const FLAGS_PER_CLUSTER: u64 = (CLUSTER_M * CONSUMERS) as u64;
-
-    /// The partials' and the flags' addresses for `clusters` clusters.
-    fn workspace(stream: &CudaStream, clusters: u32) -> Result<(u64, u64)> {
+    /// The partials' and the flags' addresses for `blocks` blocks of a tile `bn` columns wide.
+    fn workspace(stream: &CudaStream, blocks: u32, bn: u32) -> Result<(u64, u64)> {
         use cudarc::driver::result;
-        let context = stream.context().cu_ctx() as usize;
-        let partial_bytes = clusters as u64 * PARTIAL_BYTES_PER_CLUSTER;
-        let mut held = WORKSPACE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(w) = held.as_ref().filter(|w| w.context == context && w.clusters >= clusters) {
-            return Ok((w.base, w.base + w.clusters as u64 * PARTIAL_BYTES_PER_CLUSTER));
+        if blocks as u64 * CONSUMERS as u64 * 4 > FLAG_BYTES {
+            return Err(Error::Other(format!(
+                "step 10's stream-K workspace has flags for 1024 blocks, not {blocks}"
+            )));
         }
-        let bytes = partial_bytes + clusters as u64 * FLAGS_PER_CLUSTER * 4;
+        let context = stream.context().cu_ctx() as usize;
+        let bytes = FLAG_BYTES + blocks as u64 * (BM * bn * 4) as u64;
+        let mut held = WORKSPACE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = held.as_ref().filter(|w| w.context == context && w.bytes >= bytes) {
+            return Ok((w.base + FLAG_BYTES, w.base));
+        }
         stream.synchronize().map_err(Error::cuda("waiting for the GPU"))?;
         stream
             .context()
@@ -274,34 +428,31 @@ mod hopper {
                 result::free_sync(old.base).map_err(Error::cuda("freeing the stream-K workspace"))?;
             }
             let base = result::malloc_sync(bytes as usize).map_err(Error::cuda(format!(
-                "step 10's stream-K workspace ({} MiB for {clusters} clusters) does not fit in the GPU's free memory",
+                "step 10's stream-K workspace ({} MiB for {blocks} blocks) does not fit in the GPU's free memory",
                 bytes.div_ceil(1 << 20)
             )))?;
             result::memset_d8_sync(base, 0, bytes as usize).map_err(Error::cuda("clearing the stream-K workspace"))?;
             base
         };
-        *held = Some(Workspace {
-            context,
-            clusters,
-            base,
-        });
-        Ok((base, base + partial_bytes))
+        *held = Some(Workspace { context, bytes, base });
+        Ok((base + FLAG_BYTES, base))
     }
     // ANCHOR_END: workspace
 
-    /// The tensor maps of A, B and C, made once per set of operands and kept: encoding three maps
-    /// costs the host a few microseconds a launch, as long as a 1024³ GEMM takes on the GPU.
-    fn tensor_maps(ops: &GemmOperands) -> Result<([TensorMap; 3], bool)> {
-        type Key = (u64, u64, u64, crate::check::problem::Shape);
+    /// The tensor maps of A, B and C for a tile shape, made once per set of operands and kept:
+    /// encoding three maps costs the host a few microseconds a launch, as long as a 1024³ GEMM takes
+    /// on the GPU.
+    fn tensor_maps(ops: &GemmOperands, tile: Tile) -> Result<([TensorMap; 3], bool)> {
+        type Key = (u64, u64, u64, crate::check::problem::Shape, u32);
         static MAPS: Mutex<Vec<(Key, [TensorMap; 3], bool)>> = Mutex::new(Vec::new());
         let s = ops.shape;
-        let key = (ops.a, ops.b, ops.c, s);
+        let key = (ops.a, ops.b, ops.c, s, tile.bn / tile.cluster_m);
         let mut known = MAPS.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, maps, tma_store)) = known.iter().find(|(k, _, _)| *k == key) {
             return Ok((*maps, *tma_store));
         }
         let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
-        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, BN / CLUSTER_M, BK, TmaSwizzle::B128)?;
+        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, tile.bn / tile.cluster_m, BK, TmaSwizzle::B128)?;
         let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
         if known.len() >= 64 {
             known.clear();
@@ -310,34 +461,79 @@ mod hopper {
         Ok(([a_map, b_map, c_map], use_tma_store))
     }
 
-    /// Prints each shape's decomposition once (the step's own kernel only).
-    fn announce(shape: crate::check::problem::Shape, d: &Decomposition) {
-        static SEEN: Mutex<Vec<crate::check::problem::Shape>> = Mutex::new(Vec::new());
-        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-        if !seen.contains(&shape) {
-            seen.push(shape);
-            eprintln!("step 10 at {shape}: {}", d.describe());
-        }
+    /// Tells the harness the tile and decomposition chosen for a shape (the step's own kernel only):
+    /// printed once, kept in the record.
+    fn announce(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition) {
+        let pairing = if tile.cluster_m > 1 {
+            format!("in clusters of {}", tile.cluster_m)
+        } else {
+            "on their own".to_string()
+        };
+        tell_plan(
+            shape,
+            format!(
+                "step 10 at {shape}: {BM}×{} blocks {pairing}, {}",
+                tile.bn,
+                d.describe()
+            ),
+        );
     }
 
-    fn launch<const STREAM_K: bool>(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+    /// The step's launch: the tile shape `choose_tile` picks for the shape, each shape's kernel
+    /// compiled and loaded on first use.
+    fn launch_chosen(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let mut functions = Vec::with_capacity(TILES.len());
+        let mut fits = [0; 5];
+        for (i, tile) in TILES.iter().enumerate() {
+            let f = if i == 0 {
+                func.clone()
+            } else {
+                crate::run::loader::function_in(stream, &TILE_KERNELS[i])?
+            };
+            let smem = smem_bytes(tile.stages, C_BUFFERS, tile.bn);
+            let launch = persistent_launch(&f, stream, THREADS, smem, tile.cluster_m, usize::MAX)?;
+            fits[i] = launch.config.grid_dim.0 / tile.cluster_m;
+            functions.push(f);
+        }
+        let (best, _) = choose_tile(ops.shape, fits);
+        launch_with(&functions[best], stream, ops, TILES[best], true, true)
+    }
+
+    /// One tile shape, always (the alternatives).
+    fn launch_tile<const T: usize, const STREAM_K: bool>(
+        func: &CudaFunction,
+        stream: &CudaStream,
+        ops: &GemmOperands,
+    ) -> Result<()> {
+        launch_with(func, stream, ops, TILES[T], STREAM_K, false)
+    }
+
+    fn launch_with(
+        func: &CudaFunction,
+        stream: &CudaStream,
+        ops: &GemmOperands,
+        tile: Tile,
+        stream_k: bool,
+        tell: bool,
+    ) -> Result<()> {
         let s = ops.shape;
-        let (maps, use_tma_store) = tensor_maps(ops)?;
+        let (maps, use_tma_store) = tensor_maps(ops, tile)?;
         // ANCHOR: grid
         // As many clusters as fit on the GPU at once (the driver says how many), then the
         // decomposition of the tiles over them, from the shape.
-        let tiles = s.tiles(CLUSTER_M * BM, BN) as u32;
+        let tiles = s.tiles(tile.cluster_m * BM, tile.bn) as u32;
         let k_tiles = s.k.div_ceil(BK as usize) as u32;
-        let mut launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, usize::MAX)?;
-        let fit = launch.config.grid_dim.0 / CLUSTER_M;
-        let d = Decomposition::choose(tiles, k_tiles, fit, STREAM_K);
-        launch.config.grid_dim.0 = d.clusters * CLUSTER_M;
+        let smem = smem_bytes(tile.stages, C_BUFFERS, tile.bn);
+        let mut launch = persistent_launch(func, stream, THREADS, smem, tile.cluster_m, usize::MAX)?;
+        let fit = launch.config.grid_dim.0 / tile.cluster_m;
+        let d = Decomposition::choose(tiles, k_tiles, fit, stream_k);
+        launch.config.grid_dim.0 = d.clusters * tile.cluster_m;
         // ANCHOR_END: grid
-        if STREAM_K {
-            announce(s, &d);
+        if tell {
+            announce(s, tile, &d);
         }
         let (partials, flags) = if d.sk_clusters > 0 {
-            workspace(stream, d.clusters)?
+            workspace(stream, d.clusters * tile.cluster_m, tile.bn)?
         } else {
             (0, 0)
         };
@@ -356,6 +552,47 @@ mod hopper {
     #[cfg(test)]
     mod tests {
         use super::*;
+
+        /// The clusters the driver answers on a 132-SM H100 for each of `TILES`: pairs 66, single 132.
+        fn h100_fits() -> [u32; 5] {
+            TILES.map(|t| 132 / t.cluster_m)
+        }
+
+        #[test]
+        fn big_shapes_take_the_default_tile() {
+            use crate::check::problem::Shape;
+            for shape in [Shape::square(4096), Shape::square(8192), Shape::new(16384, 4096, 4096)] {
+                assert_eq!(choose_tile(shape, h100_fits()).0, 0, "{shape}");
+            }
+        }
+
+        #[test]
+        fn small_and_skinny_shapes_take_narrow_tiles() {
+            use crate::check::problem::Shape;
+            // 1024³: 32 default tiles for 132 SMs, 16 K tiles each; 128 tiles of 128×64 keep 128 SMs
+            // busy at 448 cycles a K tile instead of 32 at 1024.
+            let (i, d) = choose_tile(Shape::square(1024), h100_fits());
+            assert_eq!((TILES[i].bn, d.clusters), (64, 128));
+            // 8192×128×8192: the default's 256 columns are half empty; 128 columns fill the tile.
+            let (i, _) = choose_tile(Shape::new(8192, 128, 8192), h100_fits());
+            assert_eq!(TILES[i].bn, 128);
+        }
+
+        #[test]
+        fn the_model_ranks_the_resources() {
+            // The 128×256 tile is at the tensor cores' and the shared memory's limit at once; a pair
+            // halves its L2 reads, which are not the limit; 128×128 is held by the shared memory.
+            assert_eq!(k_tile_cycles(TILES[0]), 1024);
+            assert_eq!(k_tile_cycles(TILES[1]), 1024);
+            assert_eq!(
+                k_tile_cycles(Tile {
+                    bn: 128,
+                    cluster_m: 1,
+                    stages: 6
+                }),
+                640
+            );
+        }
 
         #[test]
         fn whole_waves_stay_data_parallel() {

@@ -1,0 +1,68 @@
+//! Compiling a kernel file with NVRTC and loading it into a CUDA context: for the session (a step's
+//! kernel and its alternatives) and for a launch that picks, by shape, another compilation of its own
+//! file (step 10's tile shapes), which it loads on first use and keeps.
+
+use crate::device::arch::Arch;
+use crate::device::nvrtc::{self, Output};
+use crate::error::{Error, Result};
+use crate::run::registry::KernelFile;
+use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use std::sync::{Arc, Mutex};
+
+/// Compiles `file` for a device of compute capability `major.minor`, loads it into `ctx` and finds
+/// its entry function, with the shared-memory limit and carveout its launch needs.
+pub fn load_in(ctx: &Arc<CudaContext>, major: u32, minor: u32, file: &KernelFile) -> Result<(CudaFunction, Arch)> {
+    let arch = file.targets.arch_for_device(major, minor);
+    let compiled = nvrtc::compile(file, arch, Output::Cubin)?;
+    if !compiled.log.is_empty() {
+        eprintln!("{} ({arch}): NVRTC says:\n{}", file.path, compiled.log);
+    }
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.bytes))
+        .map_err(Error::cuda(format!("loading {} for {arch}", file.path)))?;
+    let function = module
+        .load_function(file.entry)
+        .map_err(Error::cuda(format!("finding {}", file.entry)))?;
+    if file.max_dynamic_smem > 48 * 1024 {
+        function
+            .set_attribute(
+                FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                file.max_dynamic_smem as i32,
+            )
+            .map_err(Error::cuda("raising the dynamic shared-memory limit"))?;
+        // Ask for the largest shared-memory carveout (the rest of the 256 KiB is L1): the driver
+        // otherwise may pick a smaller one that fits fewer blocks per SM than the kernel plans for.
+        function
+            .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
+            .map_err(Error::cuda("asking for the shared-memory carveout"))?;
+    }
+    Ok((function, arch))
+}
+
+/// `file`'s entry function in `stream`'s context: compiled and loaded on the first call, kept for the
+/// next ones (a timing loop launches it thousands of times).
+pub fn function_in(stream: &CudaStream, file: &'static KernelFile) -> Result<CudaFunction> {
+    // A context, and the file by what is compiled: the same text with the same defines.
+    static LOADED: Mutex<Vec<(usize, &'static KernelFile, CudaFunction)>> = Mutex::new(Vec::new());
+    let ctx = stream.context();
+    let context = ctx.cu_ctx() as usize;
+    let same = |f: &KernelFile| f.path == file.path && f.entry == file.entry && f.defines == file.defines;
+    if let Some((_, _, function)) = LOADED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(c, f, _)| *c == context && same(f))
+    {
+        return Ok(function.clone());
+    }
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(Error::cuda("asking the GPU's compute capability"))?;
+    let (function, _) = load_in(ctx, major as u32, minor as u32, file)?;
+    LOADED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((context, file, function.clone()));
+    Ok(function)
+}
