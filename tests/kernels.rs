@@ -98,6 +98,24 @@ fn the_planted_bug_kernels_compile_too() {
     for file in common::broken_kernels() {
         compile_and_assemble(file, Arch::SM90);
     }
+    let hung = common::hung_wait_kernel();
+    let ptx = nvrtc::compile(hung, Arch::SM90A, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ptx.log.is_empty(), "{}: NVRTC warnings:\n{}", hung.path, ptx.log);
+    let text = String::from_utf8_lossy(&ptx.bytes);
+    assert!(
+        text.contains("vprintf") && text.contains("trap;"),
+        "{}: no report and trap",
+        hung.path
+    );
+    if nvrtc::assemble(&ptx.bytes, Arch::SM90A, hung.path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .is_none()
+    {
+        assert!(
+            !ptxas_required(),
+            "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set"
+        );
+    }
 }
 
 /// Steps 08–10's Hopper kernels with each planted pipeline bug (tests/kernels/pipeline_bugs.rs)
@@ -241,7 +259,10 @@ fn blackwell_pair_kernels_assemble_with_the_bounded_waits_too() {
                 println!("{} bring-up build: {}", file.path, report.info.replace('\n', " | "));
                 assert_eq!(report.spill_bytes, 0, "{}: the bring-up build spills", file.path);
             }
-            None => assert!(!ptxas_required(), "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set"),
+            None => assert!(
+                !ptxas_required(),
+                "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set"
+            ),
         }
     }
 }
