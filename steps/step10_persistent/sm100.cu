@@ -419,7 +419,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // ANCHOR: acc_release_empty
             // This thread's loads of accumulator `accum` are complete (tcgen05.wait::ld): order them
             // before the arrival, and arrive on the leader's acc_empty[accum]. When all 256 epilogue
-            // threads of the pair have, the MMA warp may overwrite it with tile turn + 2.
+            // threads of the pair have, the MMA warp may overwrite it with tile turn + 2. The arrival
+            // and the MMA warp's wait cross blocks: the .relaxed.cluster forms (mbarrier_sm100.cuh).
             tcgen05_fence_before_thread_sync();
             mbarrier_arrive_relaxed_cluster(&acc_empty[accum], leader_rank);
             // ANCHOR_END: acc_release_empty
