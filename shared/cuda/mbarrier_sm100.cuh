@@ -25,10 +25,10 @@
 // wait) give the ordering. The default forms are .acquire.cta / .release.cta, and two operations at
 // CTA scope issued from two different blocks are not morally strong. So every handshake that hands
 // TMEM from one block to the other uses the .relaxed.cluster forms: a commit from the leader's MMA
-// thread that the peer's epilogue waits for before its tcgen05.ld (steps 07–11), and the epilogue's
+// thread that the peer waits for before its tcgen05.ld (steps 07–11), and the epilogue's
 // arrival that hands an accumulator back to the leader's MMA thread (steps 10, 11). ptxas emits the
 // same SASS for them as for the default forms (no MEMBAR, no CCTL), so they cost nothing. The waits
-// before the copies of a K slice keep the default form, as CUTLASS's pipelines do.
+// of the ring (the copies' bytes, the free slots) keep the default form, as CUTLASS's pipelines do.
 #pragma once
 #include "common.cuh"
 #include "mbarrier.cuh"
@@ -124,8 +124,9 @@ __device__ __forceinline__ void mbarrier_wait_ordered(u64* barrier, u32 parity, 
 // ANCHOR_END: bounded_wait
 
 // The three forms the Blackwell kernels use:
-//  - _cta, the default semantics (.acquire.cta): a barrier the waiting block's own copies or threads
-//    complete (`full`, `loaded`), and the `empty` slots before the next copies, as CUTLASS waits;
+//  - _cta, the default semantics (.acquire.cta): the bytes of a K slice (`full`, `loaded`: the copies'
+//    complete_tx, the peer's included) and the `empty` slots before the next copies, as CUTLASS's
+//    2-SM pipelines wait for them;
 //  - _relaxed_cluster (below, with its arrival): a TMEM hand-back between the blocks of a pair;
 //  - _acquire_cluster: an arrival made with .release.cluster by the other block (step 11's relay).
 __device__ __forceinline__ void mbarrier_wait_cta(u64* barrier, u32 parity, const char* name) {
