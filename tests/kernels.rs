@@ -98,6 +98,24 @@ fn the_planted_bug_kernels_compile_too() {
     for file in common::broken_kernels() {
         compile_and_assemble(file, Arch::SM90);
     }
+    let hung = common::hung_wait_kernel();
+    let ptx = nvrtc::compile(hung, Arch::SM90A, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ptx.log.is_empty(), "{}: NVRTC warnings:\n{}", hung.path, ptx.log);
+    let text = String::from_utf8_lossy(&ptx.bytes);
+    assert!(
+        text.contains("vprintf") && text.contains("trap;"),
+        "{}: no report and trap",
+        hung.path
+    );
+    if nvrtc::assemble(&ptx.bytes, Arch::SM90A, hung.path)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .is_none()
+    {
+        assert!(
+            !ptxas_required(),
+            "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set"
+        );
+    }
 }
 
 /// Steps 08–10's Hopper kernels with each planted pipeline bug (tests/kernels/pipeline_bugs.rs)
@@ -147,4 +165,104 @@ fn emit_refuses_an_architecture_no_kernel_claims() {
     assert!(!file.targets.compiles_for(Arch::SM90A));
     assert!(file.targets.compiles_for(Arch::SM90));
     assert!(!Targets::Hopper.compiles_for(Arch::SM100A));
+}
+
+/// The waits a Blackwell kernel of steps 07–11 may call: mbarrier_sm100.cuh's, each naming its barrier.
+const NAMED_WAITS: &[&str] = &[
+    "mbarrier_wait_cta",
+    "mbarrier_wait_relaxed_cluster",
+    "mbarrier_wait_acquire_cluster",
+];
+
+/// The pair kernels (Blackwell, steps 07–11): the ones whose waits go through mbarrier_sm100.cuh.
+fn blackwell_pair_kernels() -> impl Iterator<Item = &'static KernelFile> {
+    steps::ALL
+        .iter()
+        .filter(|step| step.id >= 7)
+        .flat_map(|step| step.kernels.iter())
+        .filter(|file| file.targets == Targets::Blackwell)
+}
+
+/// `source` without its `//` comments (the kernels use no block comments).
+fn code_of(source: &str) -> String {
+    source
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every wait of steps 07–11's Blackwell kernels is one of mbarrier_sm100.cuh's named forms, with a
+/// name for the bring-up build's report: a plain `mbarrier_wait` would spin without bound there.
+#[test]
+fn blackwell_pair_kernels_wait_only_through_the_named_waits() {
+    let mut kernels = 0;
+    for file in blackwell_pair_kernels() {
+        let code = code_of(file.source);
+        assert!(
+            code.contains("#include \"mbarrier_sm100.cuh\""),
+            "{} does not include mbarrier_sm100.cuh",
+            file.path
+        );
+        let mut waits = 0;
+        for (at, _) in code.match_indices("mbarrier_wait") {
+            let call = &code[at..];
+            let open = call.find('(').expect("a call has arguments");
+            let name = &call[..open];
+            assert!(
+                NAMED_WAITS.contains(&name),
+                "{}: `{name}` is not one of the named waits {NAMED_WAITS:?}",
+                file.path
+            );
+            let arguments = &call[open..call.find(';').expect("a call ends with ;")];
+            assert!(
+                arguments.contains('"'),
+                "{}: `{name}{arguments}` names no barrier",
+                file.path
+            );
+            waits += 1;
+        }
+        assert!(waits > 0, "{}: no waits found", file.path);
+        kernels += 1;
+    }
+    assert_eq!(kernels, 5, "steps 07–11 have one Blackwell kernel each");
+}
+
+/// The bring-up build of steps 07–11's Blackwell kernels (GEMM_LADDER_DEBUG_HANG, mbarrier_sm100.cuh)
+/// compiles and assembles for sm_100a without spills, and has the timer, the report and the trap;
+/// the measured build has none of them.
+#[test]
+fn blackwell_pair_kernels_assemble_with_the_bounded_waits_too() {
+    if !common::nvrtc_or_skip("blackwell_bounded_waits") {
+        return;
+    }
+    for file in blackwell_pair_kernels() {
+        let plain = nvrtc::compile(file, Arch::SM100A, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+        let plain = String::from_utf8_lossy(&plain.bytes);
+        for word in ["globaltimer", "vprintf", "trap;"] {
+            assert!(!plain.contains(word), "{}: `{word}` in the measured build", file.path);
+        }
+        let mut defines = file.defines.to_vec();
+        defines.push(("GEMM_LADDER_DEBUG_HANG", 5));
+        let bounded = KernelFile {
+            defines: Box::leak(defines.into_boxed_slice()),
+            ..*file
+        };
+        let ptx = nvrtc::compile(&bounded, Arch::SM100A, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+        assert!(ptx.log.is_empty(), "{}: NVRTC warnings:\n{}", file.path, ptx.log);
+        let text = String::from_utf8_lossy(&ptx.bytes);
+        for word in ["globaltimer", "vprintf", "trap;"] {
+            assert!(text.contains(word), "{}: no `{word}` in the bring-up build", file.path);
+        }
+        match nvrtc::assemble(&ptx.bytes, Arch::SM100A, file.path).unwrap_or_else(|e| panic!("{e}")) {
+            Some(report) => {
+                println!("{} bring-up build: {}", file.path, report.info.replace('\n', " | "));
+                assert_eq!(report.spill_bytes, 0, "{}: the bring-up build spills", file.path);
+            }
+            None => assert!(
+                !ptxas_required(),
+                "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set"
+            ),
+        }
+    }
 }

@@ -2,7 +2,9 @@
 //! tests/kernels/pipeline_bugs.rs). Without a GPU: every bug still plants into the current kernels,
 //! at exactly one place. On a Hopper GPU: the unmodified kernels finish and pass at the test's shape,
 //! and every planted kernel, launched the same way, hangs and is reported as hung with exit code 3
-//! (each in a child process: this test binary, re-run).
+//! (each in a child process: this test binary, re-run). And the device side of a hang: a wait through
+//! mbarrier_sm100.cuh (the Blackwell kernels' waits), built with `GEMM_LADDER_DEBUG_HANG`, reports
+//! which barrier it was stuck on and traps, long before the host's deadline.
 
 mod common;
 
@@ -162,4 +164,70 @@ fn every_planted_pipeline_bug_is_reported_as_hung() {
         assert!(stderr.contains(&expected), "{}: {stderr}", child_key(step, bug));
         println!("{}: reported as hung, exit code 3", child_key(step, bug));
     }
+}
+
+/// Set in a child process: launch tests/kernels/hung_wait.cu.
+const HUNG_WAIT_CHILD: &str = "GEMM_LADDER_HUNG_WAIT";
+
+const HUNG_WAIT_TEST: &str = "a_bounded_wait_reports_its_barrier_and_traps";
+
+/// The host's deadline in that child: far beyond the kernel's own bound.
+const HUNG_WAIT_HOST_SECONDS: u64 = 30;
+
+/// On a Hopper GPU: tests/kernels/hung_wait.cu waits for a phase nobody completes, built with
+/// `GEMM_LADDER_DEBUG_HANG=1`. Within a few seconds (the host's deadline is 30 s) the kernel prints
+/// which barrier, parity, block and thread it was stuck on and traps, and the launch fails. This is the
+/// bring-up build of the Blackwell kernels' waits, proven on the GPU we have.
+#[test]
+fn a_bounded_wait_reports_its_barrier_and_traps() {
+    let hung = common::hung_wait_kernel();
+    if std::env::var_os(HUNG_WAIT_CHILD).is_some() {
+        let gpu = common::gpu_or_skip(HUNG_WAIT_TEST).expect("the parent found a GPU");
+        let mut session = Session::new(gpu, SHAPE, 11).unwrap_or_else(|e| panic!("{e}"));
+        let (function, _) = session::load_file(&session.gpu, hung).unwrap_or_else(|e| panic!("{e}"));
+        match session.run_function(&function, hung.launch, "the hung wait") {
+            Err(e) => println!("the launch failed: {e}"),
+            Ok(_) => panic!("the hung wait came back"),
+        }
+        // The context is lost after a trap: leave without tearing the session down.
+        std::process::exit(0);
+    }
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu_or_skip(HUNG_WAIT_TEST) else {
+        return;
+    };
+    if !Targets::Hopper.serves(gpu.major, gpu.minor) {
+        eprintln!("{HUNG_WAIT_TEST}: skipped ({} is not a Hopper GPU)", gpu.info.name);
+        return;
+    }
+    drop(gpu);
+    let started = std::time::Instant::now();
+    let run = std::process::Command::new(std::env::current_exe().expect("test binary path"))
+        .args(["--exact", HUNG_WAIT_TEST, "--test-threads=1", "--nocapture"])
+        .env(HUNG_WAIT_CHILD, "1")
+        .env("GEMM_LADDER_HANG_SECONDS", HUNG_WAIT_HOST_SECONDS.to_string())
+        .output()
+        .expect("running the child test");
+    let seconds = started.elapsed().as_secs();
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(run.status.success(), "child exit {:?}:\n{output}", run.status);
+    assert!(
+        output.contains("mbarrier wait hung: barrier never (shared 0x"),
+        "no report from the device:\n{output}"
+    );
+    let context = format!(
+        "parity 0, block (0,0,0) cluster rank 0, thread 0 (warp 0): no completion in {} s",
+        common::HUNG_WAIT_SECONDS
+    );
+    assert!(output.contains(&context), "the report lacks `{context}`:\n{output}");
+    assert!(output.contains("the launch failed"), "{output}");
+    assert!(
+        seconds < HUNG_WAIT_HOST_SECONDS,
+        "{seconds} s: the host's deadline, not the device's bound, ended it:\n{output}"
+    );
+    println!("{HUNG_WAIT_TEST}: reported and trapped in {seconds} s");
 }

@@ -20,6 +20,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("wgmma.cuh", include_str!("../cuda/wgmma.cuh")),
     ("stmatrix.cuh", include_str!("../cuda/stmatrix.cuh")),
     ("tcgen05.cuh", include_str!("../cuda/tcgen05.cuh")),
+    ("mbarrier_sm100.cuh", include_str!("../cuda/mbarrier_sm100.cuh")),
     ("cluster.cuh", include_str!("../cuda/cluster.cuh")),
     ("warpgroup.cuh", include_str!("../cuda/warpgroup.cuh")),
     ("mx.cuh", include_str!("../cuda/mx.cuh")),

@@ -12,7 +12,9 @@
 //   - one thread of the leader (the block of even rank) issues the MMAs for both SMs; each block
 //     receives its own 128 rows of the result in its own TMEM, laid out exactly as in step 06;
 //   - both blocks' copies report to the leader's `loaded` barrier (the leader waits on it alone), and
-//     the leader's commit is multicast to the `computed` barrier of both blocks.
+//     the leader's commit is multicast to the `computed` barrier of both blocks. The peer's wait on
+//     `computed` hands TMEM across blocks (the leader's MMAs wrote it, the peer's warps read it), so it
+//     takes the PTX ISA's cluster-scope form (mbarrier_sm100.cuh).
 // On Hopper the same pair would multicast B (one load written into both blocks, two copies in shared
 // memory); the 2-SM MMA goes one better and keeps one copy, split. So the "multicast" of this step is
 // that of the commit, and of the peer's bytes arriving on the leader's barrier.
@@ -29,6 +31,7 @@
 #include "tma.cuh"
 #include "tcgen05.cuh"
 #include "cluster.cuh"
+#include "mbarrier_sm100.cuh"
 #include "stmatrix.cuh"  // swizzle_128b_offset
 
 // Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
@@ -190,6 +193,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     // tiles, issues the MMAs and commits; the peer's only loads and waits. Each waits on its barriers
     // once per phase and in order. That matters: a waiter names the phase it waits for by its parity
     // alone, so a thread that fell two phases behind would mistake phase s + 2 for phase s.
+    // Because thread 0 waits for every phase of `computed` in both blocks, the last commit's
+    // arrival is in before the block goes on to exit: no producer tail is needed here (step 08).
     if (threadIdx.x == 0) {
         // Phase parity: each barrier completes one phase per K slice (parity 0, 1, 0, ...), so one
         // parity serves both and flips once per slice.
@@ -212,7 +217,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             if (leader) {
                 // The phase completes when the leader has arrived and all PAIR_TILE_BYTES have landed
                 // in the two blocks. Order the MMAs below after that wait.
-                mbarrier_wait(&loaded, phase);
+                mbarrier_wait_cta(&loaded, phase, "loaded");
                 tcgen05_fence_after_thread_sync();
                 // BK/16 MMAs of 256 × BN × 16 for the pair. The descriptors name this block's tiles;
                 // the tensor cores find the peer's halves at the same offsets. The first MMA of the
@@ -228,7 +233,11 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             }
             // In both blocks: the next slice's copies must not overwrite the tiles while the tensor
             // cores still read them; after the last slice this is the wait for the finished accumulators.
-            mbarrier_wait(&computed, phase);
+            // In the peer the commit comes from the other block: the PTX ISA's pattern is a
+            // .relaxed.cluster wait, then fence::after_thread_sync (which the epilogue's barrier
+            // below passes on to every warp with the fence pair around it).
+            mbarrier_wait_relaxed_cluster(&computed, phase, "computed");
+            tcgen05_fence_after_thread_sync();
             // ANCHOR_END: mma
             phase ^= 1;
         }

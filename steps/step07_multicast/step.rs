@@ -185,7 +185,7 @@ const BLACKWELL: KernelFile = blackwell::KERNEL;
 pub const STEP: Step = Step {
     id: 7,
     name: "multicast",
-    title: "Multicast: clusters of two blocks share each B tile, loaded once and written into both by the TMA",
+    title: "Multicast: clusters of two blocks share each B tile, loaded once (Hopper: written into both by the TMA; Blackwell: split between them for one 2-SM MMA)",
     predecessor: Some(6),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],

@@ -26,15 +26,19 @@
 //   - the producers wait on empty[slot] with parity (r & 1) ^ 1: in round 0 that names the phase
 //     "before" phase 0, which counts as complete, so the first STAGES slices start at once; in round
 //     r > 0 it is phase r − 1, which the MMAs of round r − 1 complete;
-//   - the epilogue waits on done with parity 0 (it completes once).
+//   - the epilogue waits on done with parity 0 (it completes once);
+//   - at the end, each producer waits once more on every empty[slot], for the last round's commits
+//     (the producer's tail), so that none of them arrives after its block has exited.
 // full[] lives in the leader (count 1: the leader's producer announces the pair's bytes; both blocks'
 // copies count their bytes on it). empty[] and done live in both blocks (count 1: one multicast
-// commit from the leader arrives on both).
+// commit from the leader arrives on both). The peer's epilogue waits on a commit of the other block
+// before it reads TMEM, so that wait takes the PTX ISA's cluster-scope form (mbarrier_sm100.cuh).
 #include "common.cuh"
 #include "mbarrier.cuh"
 #include "tma.cuh"
 #include "tcgen05.cuh"
 #include "cluster.cuh"
+#include "mbarrier_sm100.cuh"
 #include "stmatrix.cuh"  // swizzle_128b_offset
 
 // Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
@@ -203,7 +207,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             u32 phase = 0;  // parity of the current round of the ring
             for (int slice = 0; slice < k_slices; ++slice) {
                 // Round 0: parity 1, the phase before the first: passes at once.
-                mbarrier_wait(&empty[slot], phase ^ 1);
+                mbarrier_wait_cta(&empty[slot], phase ^ 1, "empty");
                 unsigned char* a_tile = smem + slot * TILE_BYTES;
                 unsigned char* b_tile = a_tile + A_TILE_BYTES;
                 const u32 pair_full = leader_full + slot * static_cast<u32>(sizeof(u64));
@@ -216,6 +220,22 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     phase ^= 1;
                 }
             }
+            // ANCHOR: producer_tail
+            // The producer's tail (CUTLASS's producer_tail): wait for the last round of `empty`
+            // commits, one per slot, before this block may exit. The MMA thread multicasts them to
+            // both blocks, and nothing else orders their arrivals before the block's exit (the
+            // epilogue waits for `done`, a later commit, but the PTX ISA does not say that two
+            // commits' arrivals land in issue order): one that landed later would change a word in
+            // the shared memory of the next block on this SM. A slot the last round never used
+            // passes at once (the phase before its first).
+            for (int i = 0; i < STAGES; ++i) {
+                mbarrier_wait_cta(&empty[slot], phase ^ 1, "empty (producer tail)");
+                if (++slot == STAGES) {
+                    slot = 0;
+                    phase ^= 1;
+                }
+            }
+            // ANCHOR_END: producer_tail
         }
         // ANCHOR_END: producer
     } else if (warp == 1) {
@@ -226,7 +246,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             int slot = 0;
             u32 phase = 0;
             for (int slice = 0; slice < k_slices; ++slice) {
-                mbarrier_wait(&full[slot], phase);
+                mbarrier_wait_cta(&full[slot], phase, "full");
                 tcgen05_fence_after_thread_sync();  // the MMAs below come after the wait
                 const u32 a_tile = smem_address(smem + slot * TILE_BYTES);
                 const u32 b_tile = a_tile + A_TILE_BYTES;
@@ -253,8 +273,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // The epilogue warps 2..5. TMEM lanes are reached by warp index modulo 4: warp w reads lanes
         // 32·(w % 4) .. +31, rows m0 + 32·(w % 4) .. of the tile (warps 4, 5, 2, 3 for rows 0, 32, 64,
         // 96). Every thread waits for `done` itself, then fences: its tcgen05.ld come after the MMAs.
+        // In the peer, `done` is signalled from the leader: the ISA's pattern for a commit, a wait and a
+        // tcgen05.ld in another thread is this .relaxed.cluster wait, then fence::after_thread_sync.
         const int quarter = warp % 4;
-        mbarrier_wait(&done, 0);
+        mbarrier_wait_relaxed_cluster(&done, 0, "done");
         __syncwarp();  // tcgen05.ld is .sync.aligned: the warp goes on converged
         tcgen05_fence_after_thread_sync();
         // Lane t of the warp holds row 32·quarter + t. Each tcgen05.ld brings 32 columns of that row

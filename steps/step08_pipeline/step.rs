@@ -185,7 +185,7 @@ const BLACKWELL: KernelFile = blackwell::KERNEL;
 pub const STEP: Step = Step {
     id: 8,
     name: "pipeline",
-    title: "Warp specialisation: a producer warpgroup feeds a ring of stages, two consumer warpgroups compute 128×256",
+    title: "Warp specialisation: a producer feeds a ring of stages while others compute (Hopper: two consumer warpgroups; Blackwell: an MMA warp and four epilogue warps)",
     predecessor: Some(7),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],

@@ -23,12 +23,13 @@
 // are 128 bytes apart). So thread t writes its four 16-byte pieces in a rotated order, piece
 // (q + t / 2) % 4 in store q: the 8 threads of a phase then cover the 8 groups of 4 banks once.
 //
-// Everything else (pair, 2-SM MMA, producer, MMA warp, ring) is step 08's.
+// Everything else (pair, 2-SM MMA, producer and its tail, MMA warp, ring) is step 08's.
 #include "common.cuh"
 #include "mbarrier.cuh"
 #include "tma.cuh"
 #include "tcgen05.cuh"
 #include "cluster.cuh"
+#include "mbarrier_sm100.cuh"
 
 // Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
 #ifndef BM
@@ -210,7 +211,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             u32 phase = 0;  // parity of the current round of the ring
             for (int slice = 0; slice < k_slices; ++slice) {
                 // Round 0: parity 1, the phase before the first: passes at once.
-                mbarrier_wait(&empty[slot], phase ^ 1);
+                mbarrier_wait_cta(&empty[slot], phase ^ 1, "empty");
                 unsigned char* a_tile = smem + slot * TILE_BYTES;
                 unsigned char* b_tile = a_tile + A_TILE_BYTES;
                 const u32 pair_full = leader_full + slot * static_cast<u32>(sizeof(u64));
@@ -223,6 +224,17 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     phase ^= 1;
                 }
             }
+            // ANCHOR: producer_tail
+            // The producer's tail, as in step 08: wait for the last round of `empty` commits before
+            // this block may exit, so that no late multicast arrival lands in the next block's memory.
+            for (int i = 0; i < STAGES; ++i) {
+                mbarrier_wait_cta(&empty[slot], phase ^ 1, "empty (producer tail)");
+                if (++slot == STAGES) {
+                    slot = 0;
+                    phase ^= 1;
+                }
+            }
+            // ANCHOR_END: producer_tail
         }
         // ANCHOR_END: producer
     } else if (warp == 1) {
@@ -233,7 +245,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             int slot = 0;
             u32 phase = 0;
             for (int slice = 0; slice < k_slices; ++slice) {
-                mbarrier_wait(&full[slot], phase);
+                mbarrier_wait_cta(&full[slot], phase, "full");
                 tcgen05_fence_after_thread_sync();  // the MMAs below come after the wait
                 const u32 a_tile = smem_address(smem + slot * TILE_BYTES);
                 const u32 b_tile = a_tile + A_TILE_BYTES;
@@ -258,9 +270,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     } else {
         // ANCHOR: epilogue
         // The epilogue warps 2..5, as in step 08: warp w reads TMEM lanes 32·(w % 4) .. +31, rows
-        // m0 + 32·(w % 4) .. of the tile. Every thread waits for `done`, then fences.
+        // m0 + 32·(w % 4) .. of the tile. Every thread waits for `done` (cluster scope: in the peer
+        // the commit comes from the leader), then fences.
         const int quarter = warp % 4;
-        mbarrier_wait(&done, 0);
+        mbarrier_wait_relaxed_cluster(&done, 0, "done");
         __syncwarp();  // tcgen05.ld is .sync.aligned: the warp goes on converged
         tcgen05_fence_after_thread_sync();
         const int row = m0 + quarter * 32 + lane;

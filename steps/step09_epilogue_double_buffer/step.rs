@@ -203,7 +203,7 @@ const BLACKWELL: KernelFile = blackwell::KERNEL;
 pub const STEP: Step = Step {
     id: 9,
     name: "epilogue_double_buffer",
-    title: "Double-buffered epilogue: C leaves in 64-column chunks through two staging buffers; the freed memory deepens the ring",
+    title: "Double-buffered epilogue: C leaves in chunks (64 columns on Hopper, 32 on Blackwell) through two staging buffers; the freed memory deepens the ring",
     predecessor: Some(8),
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],

@@ -40,6 +40,7 @@
 #include "tma.cuh"
 #include "tcgen05.cuh"
 #include "cluster.cuh"
+#include "mbarrier_sm100.cuh"
 
 // Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
 #ifndef BM
@@ -108,30 +109,6 @@ __device__ __forceinline__ u32 k_slice_offset(int k) {
     return static_cast<u32>(k * MMA_K * 2);
 }
 // ANCHOR_END: swizzle
-
-// ANCHOR: relaxed_cluster
-// The hand-back of an accumulator crosses blocks: the peer's epilogue reads its half of the TMEM
-// tile, and the leader's MMAs then overwrite it. The PTX ISA's pattern for that (tcgen05 memory
-// consistency: ld, wait::ld, fence::before_thread_sync, then mbarrier.arrive.relaxed.cluster in one
-// thread; mbarrier.try_wait.relaxed.cluster, fence::after_thread_sync, then the MMA in the other)
-// uses cluster scope, and the tcgen05 fences on both sides give the ordering. The default forms
-// (.release.cta / .acquire.cta) are not morally strong between two blocks. Same SASS either way.
-__device__ __forceinline__ void mbarrier_arrive_relaxed_cluster(u64* barrier, u32 rank) {
-    asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_map_shared(barrier, rank))
-                 : "memory");
-}
-__device__ __forceinline__ void mbarrier_wait_relaxed_cluster(u64* barrier, u32 parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "wait_again:\n"
-        "mbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra wait_again;\n"
-        "}\n" ::"r"(smem_address(barrier)),
-        "r"(parity)
-        : "memory");
-}
-// ANCHOR_END: relaxed_cluster
 
 // Writes 32 consecutive elements of one row of C (row `row`, columns col .. col+31; `packed` holds
 // them as 16 pairs of bf16) and nothing that lies outside C. When N % 8 == 0 every row of C starts
@@ -297,7 +274,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 const int b_row = n0 + static_cast<int>(rank % 2) * B_HALF_ROWS;
                 for (int slice = 0; slice < k_slices; ++slice) {
                     // Round 0: parity 1, the phase before the first: passes at once.
-                    mbarrier_wait(&empty[slot], phase ^ 1);
+                    mbarrier_wait_cta(&empty[slot], phase ^ 1, "empty");
                     unsigned char* a_tile = smem + slot * TILE_BYTES;
                     unsigned char* b_tile = a_tile + A_TILE_BYTES;
                     const u32 pair_full = leader_full + slot * static_cast<u32>(sizeof(u64));
@@ -318,7 +295,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // landed later would change a word in the shared memory of the next block on this SM.
             // A slot the last round never used passes at once (the phase before its first).
             for (int i = 0; i < STAGES; ++i) {
-                mbarrier_wait(&empty[slot], phase ^ 1);
+                mbarrier_wait_cta(&empty[slot], phase ^ 1, "empty (producer tail)");
                 if (++slot == STAGES) {
                     slot = 0;
                     phase ^= 1;
@@ -342,12 +319,12 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 // blocks' epilogues have read what the round before left there (round 0: parity 1,
                 // the phase before the first, passes at once, as the producer's first wait does).
                 const int accum = turn % ACCUMULATORS;
-                mbarrier_wait_relaxed_cluster(&acc_empty[accum], ((turn / ACCUMULATORS) & 1) ^ 1);
+                mbarrier_wait_relaxed_cluster(&acc_empty[accum], ((turn / ACCUMULATORS) & 1) ^ 1, "acc_empty");
                 tcgen05_fence_after_thread_sync();  // the MMAs below come after the epilogue's loads
                 const u32 d_tmem = tmem + static_cast<u32>(accum * BN);
                 // ANCHOR_END: acc_acquire
                 for (int slice = 0; slice < k_slices; ++slice) {
-                    mbarrier_wait(&full[slot], phase);
+                    mbarrier_wait_cta(&full[slot], phase, "full");
                     tcgen05_fence_after_thread_sync();  // the MMAs below come after the wait
                     const u32 a_tile = smem_address(smem + slot * TILE_BYTES);
                     const u32 b_tile = a_tile + A_TILE_BYTES;
@@ -385,9 +362,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             int m0, n0;
             origin(index, m0, n0);
             // ANCHOR: acc_wait_full
-            // Every thread waits for accumulator turn % 2 to be full in this round, then fences.
+            // Every thread waits for accumulator turn % 2 to be full in this round (cluster scope: in
+            // the peer the commit comes from the leader), then fences.
             const int accum = turn % ACCUMULATORS;
-            mbarrier_wait(&acc_full[accum], (turn / ACCUMULATORS) & 1);
+            mbarrier_wait_relaxed_cluster(&acc_full[accum], (turn / ACCUMULATORS) & 1, "acc_full");
             __syncwarp();  // tcgen05.ld is .sync.aligned: the warp goes on converged
             tcgen05_fence_after_thread_sync();
             // ANCHOR_END: acc_wait_full
@@ -441,7 +419,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // ANCHOR: acc_release_empty
             // This thread's loads of accumulator `accum` are complete (tcgen05.wait::ld): order them
             // before the arrival, and arrive on the leader's acc_empty[accum]. When all 256 epilogue
-            // threads of the pair have, the MMA warp may overwrite it with tile turn + 2.
+            // threads of the pair have, the MMA warp may overwrite it with tile turn + 2. The arrival
+            // and the MMA warp's wait cross blocks: the .relaxed.cluster forms (mbarrier_sm100.cuh).
             tcgen05_fence_before_thread_sync();
             mbarrier_arrive_relaxed_cluster(&acc_empty[accum], leader_rank);
             // ANCHOR_END: acc_release_empty

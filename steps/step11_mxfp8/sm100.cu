@@ -42,6 +42,7 @@
 #include "tma.cuh"
 #include "tcgen05.cuh"
 #include "cluster.cuh"
+#include "mbarrier_sm100.cuh"
 
 // Set by step.rs (the Rust side owns every encoding; see shared/encoding/mod.rs).
 #ifndef BM
@@ -138,29 +139,6 @@ __device__ __forceinline__ u32 k_slice_offset(int k) {
     return static_cast<u32>(k * MMA_K);
 }
 // ANCHOR_END: swizzle
-
-// ANCHOR: relaxed_cluster
-// As in step 10: the hand-backs of TMEM cross blocks (the peer's epilogue reads its half of an
-// accumulator, then the leader's MMAs overwrite it), so they use the PTX ISA's pattern for that
-// (tcgen05 memory consistency): ld, wait::ld, fence::before_thread_sync, mbarrier.arrive.relaxed.cluster
-// in one thread; mbarrier.try_wait.relaxed.cluster, fence::after_thread_sync, MMA in the other. The
-// default forms (.release.cta / .acquire.cta) are not morally strong between two blocks. Same SASS.
-__device__ __forceinline__ void mbarrier_arrive_relaxed_cluster(u64* barrier, u32 rank) {
-    asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_map_shared(barrier, rank))
-                 : "memory");
-}
-__device__ __forceinline__ void mbarrier_wait_relaxed_cluster(u64* barrier, u32 parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "wait_again:\n"
-        "mbarrier.try_wait.parity.relaxed.cluster.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra wait_again;\n"
-        "}\n" ::"r"(smem_address(barrier)),
-        "r"(parity)
-        : "memory");
-}
-// ANCHOR_END: relaxed_cluster
 
 // Writes 32 consecutive elements of one row of C (row `row`, columns col .. col+31, the fp32 bits in
 // `acc`) and nothing that lies outside C. Used only when N % 4 != 0 (no TMA store: C's rows are not
@@ -314,7 +292,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 const int b_row = n0 + static_cast<int>(rank % 2) * B_HALF_ROWS;
                 for (int slice = 0; slice < k_slices; ++slice) {
                     // Round 0: parity 1, the phase before the first: passes at once.
-                    mbarrier_wait(&empty[slot], phase ^ 1);
+                    mbarrier_wait_cta(&empty[slot], phase ^ 1, "empty");
                     unsigned char* a_tile = smem + slot * TILE_BYTES;
                     unsigned char* b_tile = a_tile + A_TILE_BYTES;
                     const u32 pair_full = leader_full + slot * static_cast<u32>(sizeof(u64));
@@ -360,7 +338,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // landed later would change a word in the shared memory of the next block on this SM.
             // A slot the last round never used passes at once (the phase before its first).
             for (int i = 0; i < STAGES; ++i) {
-                mbarrier_wait(&empty[slot], phase ^ 1);
+                mbarrier_wait_cta(&empty[slot], phase ^ 1, "empty (producer tail)");
                 if (++slot == STAGES) {
                     slot = 0;
                     phase ^= 1;
@@ -387,15 +365,15 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 // until they have read the 32 columns it shares with the other accumulator, where the
                 // tile before (turn − 1) lies.
                 const int accum = turn % ACCUMULATORS;
-                mbarrier_wait_relaxed_cluster(&acc_empty[accum], ((turn / ACCUMULATORS) & 1) ^ 1);
-                if (turn > 0) mbarrier_wait_relaxed_cluster(&overlap_empty, (turn - 1) & 1);
+                mbarrier_wait_relaxed_cluster(&acc_empty[accum], ((turn / ACCUMULATORS) & 1) ^ 1, "acc_empty");
+                if (turn > 0) mbarrier_wait_relaxed_cluster(&overlap_empty, (turn - 1) & 1, "overlap_empty");
                 tcgen05_fence_after_thread_sync();  // the MMAs below come after the epilogue's loads
                 const u32 d_tmem = tmem + static_cast<u32>(accum * ACC1_COL);
                 // ANCHOR_END: acc_acquire
                 for (int slice = 0; slice < k_slices; ++slice, ++slices_issued) {
                     // Both blocks' tiles and the leader's scales counted here; the peer's scales
                     // arrive from its relay, at cluster scope.
-                    mbarrier_wait_acquire_cluster(&full[slot], phase);
+                    mbarrier_wait_acquire_cluster(&full[slot], phase, "full");
                     // ANCHOR: scale_sets
                     // This slice's scales go to set slices_issued % 2, the set that the MMAs of two
                     // slices ago read. The PTX ISA orders a tcgen05.cp before a later MMA of the same
@@ -409,8 +387,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     const u32 sf_set = static_cast<u32>(slices_issued % SF_SETS) * SF_SET_COLS;
                     if (slices_issued >= SF_SETS) {
                         const bool same_round = slot >= SF_SETS;
-                        mbarrier_wait(&empty[same_round ? slot - SF_SETS : slot + STAGES - SF_SETS],
-                                      same_round ? phase : phase ^ 1);
+                        mbarrier_wait_cta(&empty[same_round ? slot - SF_SETS : slot + STAGES - SF_SETS],
+                                          same_round ? phase : phase ^ 1, "empty (scale set)");
                     }
                     // ANCHOR_END: scale_sets
                     tcgen05_fence_after_thread_sync();  // the copies and MMAs below come after the waits
@@ -462,7 +440,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             u32 phase = 0;
             for (int index = pair; index < order.count(); index += pairs) {
                 for (int slice = 0; slice < k_slices; ++slice) {
-                    mbarrier_wait(&sf_full[slot], phase);
+                    mbarrier_wait_cta(&sf_full[slot], phase, "sf_full");
                     mbarrier_arrive_release_cluster(&full[slot], leader_rank);
                     if (++slot == STAGES) {
                         slot = 0;
@@ -485,9 +463,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             int m0, n0;
             origin(index, m0, n0);
             // ANCHOR: acc_wait_full
-            // Every thread waits for accumulator turn % 2 to be full in this round, then fences.
+            // Every thread waits for accumulator turn % 2 to be full in this round (cluster scope: in
+            // the peer the commit comes from the leader), then fences.
             const int accum = turn % ACCUMULATORS;
-            mbarrier_wait(&acc_full[accum], (turn / ACCUMULATORS) & 1);
+            mbarrier_wait_relaxed_cluster(&acc_full[accum], (turn / ACCUMULATORS) & 1, "acc_full");
             __syncwarp();  // tcgen05.ld is .sync.aligned: the warp goes on converged
             tcgen05_fence_after_thread_sync();
             // ANCHOR_END: acc_wait_full

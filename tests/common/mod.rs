@@ -63,3 +63,23 @@ pub fn broken_kernels() -> &'static [KernelFile] {
         file("gemm_off_by_one_k"),
     ]))
 }
+
+/// The bring-up bound, in seconds, that tests/kernels/hung_wait.cu is built with.
+pub const HUNG_WAIT_SECONDS: u64 = 1;
+
+/// tests/kernels/hung_wait.cu, built with `GEMM_LADDER_DEBUG_HANG` = [`HUNG_WAIT_SECONDS`]: a wait on a
+/// phase that never completes, through mbarrier_sm100.cuh. Launched like step01.
+pub fn hung_wait_kernel() -> &'static KernelFile {
+    let naive = &steps::step01_naive::STEP.kernels[0];
+    let mut defines = naive.defines.to_vec();
+    defines.push(("GEMM_LADDER_DEBUG_HANG", HUNG_WAIT_SECONDS));
+    Box::leak(Box::new(KernelFile {
+        path: "tests/kernels/hung_wait.cu",
+        source: include_str!("../kernels/hung_wait.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: Box::leak(defines.into_boxed_slice()),
+        max_dynamic_smem: 0,
+        launch: naive.launch,
+    }))
+}
