@@ -44,13 +44,15 @@ mod hopper {
     /// Registers a thread after `setmaxnreg`, as in step 09.
     pub const PRODUCER_REGISTERS: u32 = 48;
     pub const CONSUMER_REGISTERS: u32 = 224;
-    /// Blocks per cluster along M in the default tile, sharing every B tile. The grid is one row of
-    /// clusters (`registry::persistent_launch`), so a cluster is `(cluster_m, 1, 1)`.
-    pub const CLUSTER_M: u32 = 2;
+    /// Blocks per cluster along M in the default tile: one. Steps 07–09 paired blocks to share each B
+    /// tile; once blocks are persistent the pair no longer pays (recorded: the `pairs` alternative).
+    /// The grid is one row of clusters (`registry::persistent_launch`), so a cluster is
+    /// `(cluster_m, 1, 1)`.
+    pub const CLUSTER_M: u32 = 1;
     // ANCHOR: group
     /// Tile rows per group of the tile order: inside a group the tiles run down M first, so the
     /// clusters working at the same moment share rows of A and columns of B in L2.
-    pub const GROUP_M: u32 = 8;
+    pub const GROUP_M: u32 = 16;
     // ANCHOR_END: group
     /// A store box of `C`, and a chunk of the epilogue: one consumer's 64 rows × 64 columns.
     pub const C_BOX_ROWS: u32 = 64;
@@ -81,9 +83,9 @@ mod hopper {
         pub stages: u32,
     }
 
-    /// The default first (steps 07–09's tile: 128×256 blocks in pairs), then the same blocks on their
-    /// own, and narrower blocks for shapes that leave SMs idle or the default's columns empty, on
-    /// their own before in pairs. Each ring as deep as fits.
+    /// The default first (128×256 blocks on their own), then steps 07–09's pairs of them, and narrower
+    /// blocks for shapes that leave SMs idle or the default's columns empty, on their own before in
+    /// pairs. Each ring as deep as fits.
     pub const TILES: [Tile; 5] = [
         Tile {
             bn: BN,
@@ -92,7 +94,7 @@ mod hopper {
         },
         Tile {
             bn: 256,
-            cluster_m: 1,
+            cluster_m: 2,
             stages: 4,
         },
         Tile {
@@ -117,8 +119,9 @@ mod hopper {
     /// SMs), the shared memory (the two consumers' `wgmma` reads of A and B, and the TMA writes of
     /// the stage, at 128 bytes a cycle), and L2 (the A tile and this block's slice of B, at 64 bytes
     /// a cycle an SM). The 128×256 tile is at the first two limits at once (1024 cycles), paired or
-    /// not; narrower tiles are held by the shared memory. A model for choosing, not a prediction of
-    /// time: development runs put the tiles in the order it gives, not at its ratios.
+    /// not: the model ties them, and the list puts the block on its own first. A model for choosing,
+    /// not a prediction of time: the recorded runs put the tiles in the order it gives, not at its
+    /// ratios.
     pub const fn k_tile_cycles(t: Tile) -> u64 {
         let mma = (BM * t.bn * BK / 2048) as u64;
         let smem = ((CONSUMERS * (64 + t.bn) + BM + t.bn) * BK * 2 / 128) as u64;
@@ -234,8 +237,8 @@ mod hopper {
             ),
         },
         Alternative {
-            name: "tile-128x256",
-            design: "always 128×256 blocks on their own: no pair, no multicast of B",
+            name: "pairs",
+            design: "always 128×256 blocks in pairs sharing each B tile by multicast (steps 07–09's tile)",
             kernel: tile_kernel!(1),
         },
         Alternative {
