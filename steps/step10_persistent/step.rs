@@ -663,8 +663,9 @@ mod blackwell {
     pub const BK: u32 = 64;
     /// Warp 0 the producer, warp 1 the MMA issuer, warps 2..5 the epilogue (they reach all 128 lanes).
     pub const THREADS: u32 = 6 * 32;
-    /// Tile rows per group of the tile order, as the Hopper twin's.
-    pub const GROUP_M: u32 = super::hopper::GROUP_M;
+    /// Tile rows per group of the tile order: 8 rows of 256, the same 2048 rows as the Hopper twin's
+    /// 16 rows of 128.
+    pub const GROUP_M: u32 = super::hopper::GROUP_M * super::hopper::BM / MMA_M;
     // ANCHOR: blackwell_tmem
     /// TMEM accumulators, filled by the MMA warp and drained by the epilogue in turn: 2 × 256 columns,
     /// all 512 of an SM's TMEM (so one pair per pair of SMs, which the shared memory enforces anyway).
