@@ -155,7 +155,12 @@ fn starters_change_the_kernel_and_mark_where_the_work_is() {
         for edit in ex.edits {
             assert_ne!(edit.find, edit.replace, "{}: an edit that changes nothing", ex.id);
         }
-        assert_ne!(starter(ex), kernel.source, "{}: the starter is the step's kernel", ex.id);
+        assert_ne!(
+            starter(ex),
+            kernel.source,
+            "{}: the starter is the step's kernel",
+            ex.id
+        );
         let body = ex.edits.iter().map(|e| e.replace).collect::<String>();
         let marker = match ex.kind {
             Kind::FillTheGap => Some(format!("TODO(exercise {})", ex.id)),
@@ -164,7 +169,11 @@ fn starters_change_the_kernel_and_mark_where_the_work_is() {
             Kind::FindTheBug => None,
         };
         if let Some(marker) = marker {
-            assert!(body.contains(&marker), "{}: the edits do not mark the change with {marker}", ex.id);
+            assert!(
+                body.contains(&marker),
+                "{}: the edits do not mark the change with {marker}",
+                ex.id
+            );
         }
         if ex.kind == Kind::FillTheGap {
             assert!(body.contains("____"), "{}: a gap is `____`", ex.id);
@@ -281,7 +290,11 @@ fn the_book_names_every_exercise_s_file_and_commands() {
             format!("exercise -- start {}", ex.id),
             format!("exercise -- check {}", ex.id),
         ] {
-            assert!(book.contains(&text), "the book does not say `{text}` (exercise {})", ex.id);
+            assert!(
+                book.contains(&text),
+                "the book does not say `{text}` (exercise {})",
+                ex.id
+            );
         }
     }
 }
@@ -312,7 +325,10 @@ impl Classroom {
             .args(args)
             .current_dir(ROOT)
             .env("GEMM_LADDER_EXERCISES", self.exercises())
-            .env("GEMM_LADDER_EXERCISE_PROGRESS", self.folder.path().join("progress.json"))
+            .env(
+                "GEMM_LADDER_EXERCISE_PROGRESS",
+                self.folder.path().join("progress.json"),
+            )
             .env("GEMM_LADDER_HANG_SECONDS", HANG_SECONDS);
         command
     }
@@ -347,7 +363,11 @@ fn start_and_reset_write_the_starter_made_from_the_current_kernel() {
     let ex = exercise::all().nth(1).expect("a second exercise");
     let out = class.run(&["check", ex.id, "--no-time", "--predict", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("start {}", ex.id)), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("start {}", ex.id)),
+        "{}",
+        said(&out)
+    );
 
     assert!(class.run(&["start", ex.id]).status.success());
     let path = class.file(ex);
@@ -355,7 +375,11 @@ fn start_and_reset_write_the_starter_made_from_the_current_kernel() {
     std::fs::write(&path, &edited).expect("an edit");
     // `start` keeps the student's work; `reset` writes the starter again and keeps it as .bak.
     let out = class.run(&["start", ex.id]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("there already"), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("there already"),
+        "{}",
+        said(&out)
+    );
     assert_eq!(std::fs::read_to_string(&path).ok().as_ref(), Some(&edited));
     let out = class.run(&["reset", ex.id]);
     assert!(out.status.success(), "{}", said(&out));
@@ -363,7 +387,11 @@ fn start_and_reset_write_the_starter_made_from_the_current_kernel() {
     let backup = PathBuf::from(format!("{}.bak", path.display()));
     assert_eq!(std::fs::read_to_string(backup).ok(), Some(edited));
     let out = class.run(&["reset", ex.id]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("already the starter"), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("already the starter"),
+        "{}",
+        said(&out)
+    );
     let out = class.run(&["list"]);
     assert!(out.status.success(), "{}", said(&out));
 }

@@ -303,7 +303,10 @@ mod tests {
                 assert!(seen.insert(e.id), "{} twice", e.id);
                 assert!(!e.hints.is_empty(), "{} has no hint", e.id);
                 assert!(
-                    !e.name.is_empty() && e.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                    !e.name.is_empty()
+                        && e.name
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
                     "{}: the file name part {:?} is not snake_case",
                     e.id,
                     e.name
@@ -336,9 +339,15 @@ mod tests {
     #[test]
     fn comments_are_wrapped_at_the_column_limit() {
         let text = "one two three four five six seven";
-        assert_eq!(comment_lines(text, 20), "// one two three\n// four five six\n// seven\n");
+        assert_eq!(
+            comment_lines(text, 20),
+            "// one two three\n// four five six\n// seven\n"
+        );
         assert_eq!(comment_lines("", 20), "");
-        assert_eq!(comment_lines("averyveryverylongword x", 10), "// averyveryverylongword\n// x\n");
+        assert_eq!(
+            comment_lines("averyveryverylongword x", 10),
+            "// averyveryverylongword\n// x\n"
+        );
     }
 
     #[test]
