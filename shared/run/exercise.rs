@@ -21,7 +21,7 @@ use crate::run::steps;
 pub const STUDENT_FOLDER: &str = "exercises";
 
 /// The width the comment at the top of a starter is wrapped to, as the kernels' own comments.
-const COMMENT_COLUMNS: usize = 100;
+pub const COMMENT_COLUMNS: usize = 100;
 
 /// What the student does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,7 +180,7 @@ impl Exercise {
             self.id
         );
         for paragraph in [self.intro, &made] {
-            header += &comment_lines(paragraph, COMMENT_COLUMNS);
+            header += &wrap(paragraph, "//", COMMENT_COLUMNS);
         }
         Ok(header + "//\n" + &body)
     }
@@ -233,20 +233,21 @@ pub mod step10_persistent;
 #[path = "../../steps/step11_mxfp8/exercises.rs"]
 pub mod step11_mxfp8;
 
-/// `text` as `// ` comment lines of at most `columns` characters (a longer word gets a line of its own).
-fn comment_lines(text: &str, columns: usize) -> String {
+/// `text` as lines of at most `columns` characters, each starting with `prefix` (a word longer than
+/// a line gets a line of its own): `"//"` for the comment at the top of a starter.
+pub fn wrap(text: &str, prefix: &str, columns: usize) -> String {
     let mut out = String::new();
-    let mut line = String::from("//");
+    let mut line = String::from(prefix);
     for word in text.split_whitespace() {
-        if line.len() > 2 && line.chars().count() + 1 + word.chars().count() > columns {
+        if line.len() > prefix.len() && line.chars().count() + 1 + word.chars().count() > columns {
             out += &line;
             out.push('\n');
-            line = String::from("//");
+            line = String::from(prefix);
         }
         line.push(' ');
         line += word;
     }
-    if line.len() > 2 {
+    if line.len() > prefix.len() {
         out += &line;
         out.push('\n');
     }
@@ -337,17 +338,15 @@ mod tests {
     }
 
     #[test]
-    fn comments_are_wrapped_at_the_column_limit() {
+    fn text_is_wrapped_at_the_column_limit() {
         let text = "one two three four five six seven";
+        assert_eq!(wrap(text, "//", 20), "// one two three\n// four five six\n// seven\n");
+        assert_eq!(wrap("", "//", 20), "");
         assert_eq!(
-            comment_lines(text, 20),
-            "// one two three\n// four five six\n// seven\n"
-        );
-        assert_eq!(comment_lines("", 20), "");
-        assert_eq!(
-            comment_lines("averyveryverylongword x", 10),
+            wrap("averyveryverylongword x", "//", 10),
             "// averyveryverylongword\n// x\n"
         );
+        assert_eq!(wrap("a b", " ", 4), "  a\n  b\n");
     }
 
     #[test]

@@ -377,7 +377,7 @@ fn start(id: Option<&str>) -> Result<()> {
         write_starter(ex, &path)?;
         println!("  wrote {shown}, the step's kernel with the exercise's change");
     }
-    println!("  {}", ex.intro);
+    print!("{}", exercise::wrap(ex.intro, " ", exercise::COMMENT_COLUMNS));
     println!(
         "Edit it, then `cargo run --release --bin exercise -- check {}` (or `watch {}`).",
         ex.id, ex.id
