@@ -155,10 +155,9 @@ fn starters_change_the_kernel_and_mark_where_the_work_is() {
         for edit in ex.edits {
             assert_ne!(edit.find, edit.replace, "{}: an edit that changes nothing", ex.id);
         }
-        assert_ne!(
-            starter(ex),
-            kernel.source,
-            "{}: the starter is the step's kernel",
+        assert!(
+            !starter(ex).ends_with(kernel.source),
+            "{}: the starter is the step's kernel under a comment",
             ex.id
         );
         let body = ex.edits.iter().map(|e| e.replace).collect::<String>();
