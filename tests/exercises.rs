@@ -1,26 +1,31 @@
-//! The classroom exercises (`shared/run/exercise.rs`, every step's `exercises/exercises.rs`).
+//! The classroom exercises (`shared/run/exercise.rs`, every step's `exercises.rs`).
 //!
-//! Without a GPU (CI): every starter and every reference solution compiles with NVRTC, and assembles
-//! with ptxas, for each architecture its step's kernel claims, except the fill-the-gap starters whose
-//! gap is a compile error on purpose: those must fail to compile, and NVRTC's log must name the
-//! student's file and a line at the gap. Every solution and every starter differs from the step's
-//! kernel, every starter carries its exercise's marker, the embedded starters are the files on disk,
-//! and no file in the exercise folders belongs to no exercise. The `exercise` binary itself: a gap
-//! reported with file:line and exit code 5, a prediction required on a non-terminal stdin, hints
-//! counted in the progress file.
+//! Without a GPU (CI): every exercise's edits match the current kernel exactly once (the test names
+//! the exercise whose edit no longer does), and every starter made from them compiles with NVRTC, and
+//! assembles with ptxas, for each architecture its step's kernel claims, except the fill-the-gap
+//! starters whose gap is a compile error on purpose: those must fail to compile, and NVRTC's log must
+//! name the student's file and a line at the gap. No file under tests/ repeats a step's kernel, and
+//! the book names every exercise's file and command. The `exercise` binary itself, on a temporary
+//! student folder: `start` (with and without an id) writes the starter, `reset` writes it again and
+//! keeps the student's version, `check` reports a gap with file:line and exit code 5 and refuses a
+//! file not started, a prediction is required on a non-terminal stdin, hints are counted.
 //!
 //! On a GPU (skipped without one): `exercise check` on every untouched starter fails (verification,
 //! exit 1; hung, exit 3; or, for a fill-the-gap, the compile error, exit 5), except the
 //! predict-then-measure starters, which are correct variants and pass and are measured; every
-//! solution passes. Each check is a child process of the `exercise` binary with a short hang deadline.
+//! solution (the step's kernel, or the predict-then-measure variant) passes. Each check is a child
+//! process of the `exercise` binary with a short hang deadline.
 
 mod common;
 
 use gemm_ladder::device::arch::Arch;
 use gemm_ladder::device::nvrtc::{self, Output};
 use gemm_ladder::error::Error;
+use gemm_ladder::run::edit::Edit;
 use gemm_ladder::run::exercise::{self, Exercise, Kind};
 use gemm_ladder::run::registry::{KernelFile, Targets};
+use gemm_ladder::run::steps;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output as ProcessOutput};
 
@@ -30,12 +35,11 @@ const EXERCISE: &str = env!("CARGO_BIN_EXE_exercise");
 /// The hang deadline in the GPU checks' child processes.
 const HANG_SECONDS: &str = "3";
 
-fn read(path: &str) -> String {
-    std::fs::read_to_string(Path::new(ROOT).join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
+/// A file repeats a kernel when it shares this many consecutive lines with it (blank lines aside).
+const REPEATED_LINES: usize = 12;
 
-fn solution(ex: &Exercise) -> KernelFile {
-    ex.kernel_file(ex.solution_path, &read(ex.solution_path))
+fn starter(ex: &Exercise) -> String {
+    ex.starter().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// 1-based line of the first line containing `needle`.
@@ -97,52 +101,49 @@ fn there_are_exercises_of_every_kind_in_steps_01_to_05() {
 }
 
 #[test]
-fn embedded_starters_are_the_files_on_disk_and_every_file_has_its_exercise() {
-    let mut starters = Vec::new();
-    let mut solutions = Vec::new();
-    for ex in exercise::all() {
-        assert_eq!(
-            read(ex.starter_path),
-            ex.starter,
-            "{}: the embedded starter differs from the file",
-            ex.id
-        );
+fn every_exercise_s_edits_match_the_current_kernel_exactly_once() {
+    let stale: Vec<String> = exercise::all()
+        .filter_map(|ex| ex.starter().err())
+        .map(|e| e.to_string())
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "{} exercises no longer fit their step's kernel:\n{}",
+        stale.len(),
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn an_edit_that_does_not_match_once_is_an_error_naming_the_exercise() {
+    let template = exercise::find("01.1").expect("exercise 01.1");
+    let several = "const int";
+    let count = template.kernel().source.matches(several).count();
+    assert!(count > 1, "`{several}` occurs {count} times in step 01's kernel");
+    for (find, found) in [("no such text in any kernel", 0), (several, count)] {
+        let edits: &'static [Edit] = Box::leak(Box::new([Edit { find, replace: "x" }]));
+        let stale = Exercise {
+            id: "01.9",
+            step: template.step,
+            kind: template.kind,
+            title: "A stale edit",
+            name: "a_stale_edit",
+            intro: "",
+            edits,
+            answer: Some(""),
+            hints: &[],
+            prediction: None,
+        };
+        let why = stale.starter().expect_err("a stale edit").to_string();
         assert!(
-            Path::new(ROOT).join(ex.solution_path).is_file(),
-            "{}: no {}",
-            ex.id,
-            ex.solution_path
-        );
-        starters.push(PathBuf::from(ROOT).join(ex.starter_path));
-        solutions.push(PathBuf::from(ROOT).join(ex.solution_path));
-    }
-    let cu_files = |dir: PathBuf| -> Vec<PathBuf> {
-        std::fs::read_dir(&dir)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "cu"))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    for step in gemm_ladder::run::steps::ALL {
-        let dir = Path::new(ROOT).join(format!("steps/step{:02}_{}/exercises", step.id, step.name));
-        for file in cu_files(dir) {
-            assert!(starters.contains(&file), "{} belongs to no exercise", file.display());
-        }
-    }
-    for file in cu_files(Path::new(ROOT).join("tests/exercises")) {
-        assert!(
-            solutions.contains(&file),
-            "{} is no exercise's solution",
-            file.display()
+            why.contains("exercise 01.9") && why.contains(&format!("occurs {found} times")),
+            "{why}"
         );
     }
 }
 
 #[test]
-fn starters_and_solutions_differ_from_the_step_s_kernel_and_starters_are_marked() {
+fn starters_change_the_kernel_and_mark_where_the_work_is() {
     for ex in exercise::all() {
         let kernel = ex.kernel();
         assert!(
@@ -151,47 +152,49 @@ fn starters_and_solutions_differ_from_the_step_s_kernel_and_starters_are_marked(
             ex.id,
             kernel.path
         );
-        assert_ne!(
-            read(ex.solution_path),
-            kernel.source,
-            "{}: the solution is the step's kernel",
-            ex.id
-        );
-        assert_ne!(ex.starter, kernel.source, "{}: the starter is the step's kernel", ex.id);
+        for edit in ex.edits {
+            assert_ne!(edit.find, edit.replace, "{}: an edit that changes nothing", ex.id);
+        }
         assert!(
-            ex.starter.contains(&ex.marker()) || ex.starter.contains(&format!("Exercise {}", ex.id)),
-            "{}: the starter does not name its exercise",
+            !starter(ex).ends_with(kernel.source),
+            "{}: the starter is the step's kernel under a comment",
             ex.id
         );
-        if ex.kind == Kind::FillTheGap {
+        let body = ex.edits.iter().map(|e| e.replace).collect::<String>();
+        let marker = match ex.kind {
+            Kind::FillTheGap => Some(format!("TODO(exercise {})", ex.id)),
+            Kind::PredictThenMeasure => Some(format!("exercise {}", ex.id)),
+            // A planted bug is not pointed at.
+            Kind::FindTheBug => None,
+        };
+        if let Some(marker) = marker {
             assert!(
-                ex.starter.contains(&format!("TODO(exercise {})", ex.id)),
-                "{}: a fill-the-gap starter marks its gap with TODO(exercise {})",
-                ex.id,
+                body.contains(&marker),
+                "{}: the edits do not mark the change with {marker}",
                 ex.id
             );
+        }
+        if ex.kind == Kind::FillTheGap {
+            assert!(body.contains("____"), "{}: a gap is `____`", ex.id);
         }
     }
 }
 
 #[test]
-fn every_solution_and_starter_compiles_and_assembles_or_the_gap_is_a_compile_error_at_file_and_line() {
+fn every_starter_compiles_and_assembles_or_the_gap_is_a_compile_error_at_file_and_line() {
     if !common::nvrtc_or_skip("exercises_compile") {
         return;
     }
     let mut gaps = Vec::new();
     for ex in exercise::all() {
-        let kernel = ex.kernel();
-        for &arch in kernel.targets.claimed_archs() {
-            let file = solution(ex);
-            let log = compile_and_assemble(&file, arch).unwrap_or_else(|e| panic!("{}'s solution: {e}", ex.id));
-            assert!(
-                log.is_empty(),
-                "{}'s solution for {arch}: NVRTC warnings:\n{log}",
-                ex.id
-            );
-            let starter = ex.starter_file();
-            match compile_and_assemble(&starter, arch) {
+        let text = starter(ex);
+        let file = ex.kernel_file(&ex.student_path(), &text);
+        for &arch in file.targets.claimed_archs() {
+            match compile_and_assemble(&file, arch) {
+                // A predict-then-measure starter is also the solution: as clean as the kernels.
+                Ok(log) if ex.kind == Kind::PredictThenMeasure => {
+                    assert!(log.is_empty(), "{} for {arch}: NVRTC warnings:\n{log}", ex.id)
+                }
                 Ok(_) => {}
                 Err(Error::Compile { file, log, .. }) => {
                     assert_eq!(
@@ -200,14 +203,13 @@ fn every_solution_and_starter_compiles_and_assembles_or_the_gap_is_a_compile_err
                         "{}: the starter does not compile:\n{log}",
                         ex.id
                     );
-                    assert_eq!(file, ex.starter_path);
-                    let todo = line_of(ex.starter, "TODO(exercise").expect("marked, as checked above");
-                    let lines = error_lines(&log, ex.starter_path);
+                    assert_eq!(file, ex.student_path());
+                    let todo = line_of(&text, "TODO(exercise").expect("marked, as checked above");
+                    let lines = error_lines(&log, &file);
                     assert!(
                         lines.iter().any(|&l| (todo..=todo + 10).contains(&l)),
-                        "{}: NVRTC's errors {lines:?} are not at the gap (line {todo}) of {}:\n{log}",
-                        ex.id,
-                        ex.starter_path
+                        "{}: NVRTC's errors {lines:?} are not at the gap (line {todo}) of {file}:\n{log}",
+                        ex.id
                     );
                     gaps.push(ex.id);
                 }
@@ -219,14 +221,120 @@ fn every_solution_and_starter_compiles_and_assembles_or_the_gap_is_a_compile_err
     println!("fill-the-gap starters whose gap is a compile error: {gaps:?}");
 }
 
-fn exercise_binary(args: &[&str], progress: &Path) -> ProcessOutput {
-    Command::new(EXERCISE)
-        .args(args)
-        .current_dir(ROOT)
-        .env("GEMM_LADDER_EXERCISE_PROGRESS", progress)
-        .env("GEMM_LADDER_HANG_SECONDS", HANG_SECONDS)
-        .output()
-        .expect("running the exercise binary")
+/// Lines of `text` without their indentation, blank ones left out.
+fn code_lines(text: &str) -> Vec<&str> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).collect()
+}
+
+/// Every `.cu` file under `folder`, at any depth.
+fn cu_files(folder: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(cu_files(&path));
+        } else if path.extension().is_some_and(|x| x == "cu") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn no_file_under_tests_or_a_step_s_exercises_repeats_a_kernel() {
+    let mut runs = HashSet::new();
+    for step in steps::ALL {
+        let kernels = step.kernels.iter().chain(step.alternatives.iter().map(|a| &a.kernel));
+        for kernel in kernels {
+            for run in code_lines(kernel.source).windows(REPEATED_LINES) {
+                runs.insert(run.join("\n"));
+            }
+        }
+    }
+    let mut folders = vec![PathBuf::from(ROOT).join("tests")];
+    folders.extend(
+        steps::ALL
+            .iter()
+            .map(|s| Path::new(ROOT).join(format!("steps/step{:02}_{}/exercises", s.id, s.name))),
+    );
+    for file in folders.iter().flat_map(|f| cu_files(f)) {
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let lines = code_lines(&text);
+        if let Some(at) = lines
+            .windows(REPEATED_LINES)
+            .position(|run| runs.contains(&run.join("\n")))
+        {
+            panic!(
+                "{} repeats {REPEATED_LINES} lines of a step's kernel from `{}` on: make it an edit of \
+                 the kernel (shared/run/edit.rs) instead of a copy",
+                file.display(),
+                lines[at]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_book_names_every_exercise_s_file_and_commands() {
+    let mut book = String::new();
+    for entry in std::fs::read_dir(Path::new(ROOT).join("book/src")).expect("book/src") {
+        let path = entry.expect("a chapter").path();
+        if path.extension().is_some_and(|x| x == "md") {
+            book += &std::fs::read_to_string(&path).expect("a chapter");
+        }
+    }
+    for ex in exercise::all() {
+        for text in [
+            ex.student_path(),
+            format!("exercise -- start {}", ex.id),
+            format!("exercise -- check {}", ex.id),
+        ] {
+            assert!(
+                book.contains(&text),
+                "the book does not say `{text}` (exercise {})",
+                ex.id
+            );
+        }
+    }
+}
+
+/// A temporary student folder and progress file, for the `exercise` binary's child processes.
+struct Classroom {
+    folder: tempfile::TempDir,
+}
+
+impl Classroom {
+    fn new() -> Classroom {
+        Classroom {
+            folder: tempfile::tempdir().expect("a temporary folder"),
+        }
+    }
+
+    fn exercises(&self) -> PathBuf {
+        self.folder.path().join("exercises")
+    }
+
+    fn file(&self, ex: &Exercise) -> PathBuf {
+        self.exercises().join(ex.file_name())
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(EXERCISE);
+        command
+            .args(args)
+            .current_dir(ROOT)
+            .env("GEMM_LADDER_EXERCISES", self.exercises())
+            .env(
+                "GEMM_LADDER_EXERCISE_PROGRESS",
+                self.folder.path().join("progress.json"),
+            )
+            .env("GEMM_LADDER_HANG_SECONDS", HANG_SECONDS);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> ProcessOutput {
+        self.command(args).output().expect("running the exercise binary")
+    }
 }
 
 fn said(out: &ProcessOutput) -> String {
@@ -239,57 +347,103 @@ fn said(out: &ProcessOutput) -> String {
 }
 
 #[test]
+fn start_and_reset_write_the_starter_made_from_the_current_kernel() {
+    let class = Classroom::new();
+    let first = exercise::all().next().expect("an exercise");
+    // Without a command: the first exercise not yet passed, here the first of all.
+    let out = class.run(&[]);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains(&format!("exercise {}", first.id)),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(std::fs::read_to_string(class.file(first)).ok(), Some(starter(first)));
+
+    let ex = exercise::all().nth(1).expect("a second exercise");
+    let out = class.run(&["check", ex.id, "--no-time", "--predict", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("start {}", ex.id)),
+        "{}",
+        said(&out)
+    );
+
+    assert!(class.run(&["start", ex.id]).status.success());
+    let path = class.file(ex);
+    let edited = starter(ex) + "// my work\n";
+    std::fs::write(&path, &edited).expect("an edit");
+    // `start` keeps the student's work; `reset` writes the starter again and keeps it as .bak.
+    let out = class.run(&["start", ex.id]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("there already"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&path).ok().as_ref(), Some(&edited));
+    let out = class.run(&["reset", ex.id]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(std::fs::read_to_string(&path).ok(), Some(starter(ex)));
+    let backup = PathBuf::from(format!("{}.bak", path.display()));
+    assert_eq!(std::fs::read_to_string(backup).ok(), Some(edited));
+    let out = class.run(&["reset", ex.id]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("already the starter"),
+        "{}",
+        said(&out)
+    );
+    let out = class.run(&["list"]);
+    assert!(out.status.success(), "{}", said(&out));
+}
+
+#[test]
 fn the_binary_reports_a_gap_at_file_and_line_and_counts_hints() {
     if !common::nvrtc_or_skip("exercise_binary") {
         return;
     }
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let progress = dir.path().join("progress.json");
+    let class = Classroom::new();
     let gap = exercise::all()
         .find(|e| {
-            e.kind == Kind::FillTheGap
-                && nvrtc::compile(&e.starter_file(), e.kernel().targets.claimed_archs()[0], Output::Ptx).is_err()
+            let file = e.kernel_file(&e.student_path(), &starter(e));
+            e.kind == Kind::FillTheGap && nvrtc::compile(&file, file.targets.claimed_archs()[0], Output::Ptx).is_err()
         })
         .expect("a fill-the-gap starter whose gap is a compile error");
-    let out = exercise_binary(&["check", gap.id, "--no-time", "--file", gap.starter_path], &progress);
+    assert!(class.run(&["start", gap.id]).status.success());
+    let out = class.run(&["check", gap.id, "--no-time"]);
     assert_eq!(out.status.code(), Some(5), "{}", said(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(&format!("{}:", gap.starter_path)) && stderr.contains("error"),
+        stderr.contains(&format!("{}:", class.file(gap).display())) && stderr.contains("error"),
         "{}",
         said(&out)
     );
 
     // Twice a hint: the second is hint 2, and the progress file remembers both.
-    let out = exercise_binary(&["hint", gap.id], &progress);
+    let out = class.run(&["hint", gap.id]);
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).contains("hint 1 of"),
         "{}",
         said(&out)
     );
-    let out = exercise_binary(&["hint", gap.id], &progress);
+    let out = class.run(&["hint", gap.id]);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("hint 2 of"),
         "{}",
         said(&out)
     );
-    let text = std::fs::read_to_string(&progress).expect("the progress file");
+    let text = std::fs::read_to_string(class.folder.path().join("progress.json")).expect("the progress file");
     assert!(text.contains("\"hints_shown\": 2"), "{text}");
-    let out = exercise_binary(&["report"], &progress);
+    let out = class.run(&["report"]);
     assert!(
         out.status.success() && String::from_utf8_lossy(&out.stdout).contains(gap.id),
         "{}",
         said(&out)
     );
-    let out = exercise_binary(&["list"], &progress);
-    assert!(out.status.success(), "{}", said(&out));
 
     // A predict-then-measure check with stdin not a terminal and no --predict is refused (exit 2).
     if let Some(predict) = exercise::all().find(|e| e.kind == Kind::PredictThenMeasure) {
-        let out = Command::new(EXERCISE)
-            .args(["check", predict.id, "--no-time"])
-            .current_dir(ROOT)
-            .env("GEMM_LADDER_EXERCISE_PROGRESS", &progress)
+        assert!(class.run(&["start", predict.id]).status.success());
+        let out = class
+            .command(&["check", predict.id, "--no-time"])
             .stdin(std::process::Stdio::null())
             .output()
             .expect("running the exercise binary");
@@ -302,9 +456,9 @@ fn the_binary_reports_a_gap_at_file_and_line_and_counts_hints() {
     }
 }
 
-/// On a GPU: every untouched starter fails and every solution passes, each checked by the `exercise`
-/// binary in a child process (a hang ends only that process, with exit code 3). Exercises whose step
-/// runs only on Hopper are skipped on other GPUs, and said so.
+/// On a GPU: every untouched starter (written by `exercise start`) fails and every solution passes,
+/// each checked by the `exercise` binary in a child process (a hang ends only that process, with exit
+/// code 3). Exercises whose step runs only on Hopper are skipped on other GPUs, and said so.
 #[test]
 fn on_a_gpu_every_starter_fails_and_every_solution_passes() {
     let Some(gpu) = common::gpu_or_skip("exercises_on_the_gpu") else {
@@ -312,39 +466,36 @@ fn on_a_gpu_every_starter_fails_and_every_solution_passes() {
     };
     let (major, minor) = (gpu.major, gpu.minor);
     drop(gpu);
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let progress = dir.path().join("progress.json");
+    let class = Classroom::new();
+    let solutions = class.folder.path().join("solutions");
+    std::fs::create_dir_all(&solutions).expect("a folder for the solutions");
     let mut timed_one_prediction = false;
     for ex in exercise::all() {
         if !ex.kernel().targets.serves(major, minor) {
             eprintln!("exercise {}: skipped (needs {})", ex.id, ex.kernel().targets.describe());
             continue;
         }
-        // The solution passes.
-        let out = exercise_binary(
-            &[
-                "check",
-                ex.id,
-                "--no-time",
-                "--predict",
-                "1",
-                "--file",
-                ex.solution_path,
-            ],
-            &progress,
-        );
+        // The solution passes, and the check says why it is right.
+        let solution = solutions.join(ex.file_name());
+        std::fs::write(&solution, ex.solution().unwrap_or_else(|e| panic!("{e}"))).expect("the solution");
+        let solution = solution.display().to_string();
+        let out = class.run(&["check", ex.id, "--no-time", "--predict", "1", "--file", &solution]);
         assert_eq!(out.status.code(), Some(0), "{}'s solution: {}", ex.id, said(&out));
-        assert!(String::from_utf8_lossy(&out.stdout).contains("PASS"), "{}", said(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("PASS"), "{}", said(&out));
+        assert_eq!(stdout.contains("why: "), ex.answer.is_some(), "{}", said(&out));
 
         // The starter, untouched.
+        let out = class.run(&["start", ex.id]);
+        assert!(out.status.success(), "{}", said(&out));
         let time = ex.kind == Kind::PredictThenMeasure && !timed_one_prediction;
-        let mut args = vec!["check", ex.id, "--predict", "1", "--file", ex.starter_path];
+        let mut args = vec!["check", ex.id, "--predict", "1"];
         if time {
             args.extend(["--iters", "5"]);
         } else {
             args.push("--no-time");
         }
-        let out = exercise_binary(&args, &progress);
+        let out = class.run(&args);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         match (ex.kind, out.status.code()) {

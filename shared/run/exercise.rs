@@ -1,15 +1,27 @@
-//! The classroom exercises: each step folder lists its own in `exercises/exercises.rs`; this file only
-//! gathers them, in ladder order. The `exercise` binary (`list`, `check`, `hint`, `reset`, `watch`,
-//! `report`) and `tests/exercises.rs` read them from here.
+//! The classroom exercises: each step lists its own in `steps/stepNN_name/exercises.rs`; this file only
+//! gathers them, in ladder order. The `exercise` binary (`start`, `list`, `check`, `hint`, `reset`,
+//! `watch`, `report`) and `tests/exercises.rs` read them from here.
 //!
-//! A student's file is a complete kernel file: the step's own kernel for the architecture the GPU runs
-//! (`kernel.cu` for steps 01–03, `sm90.cu` for 04–11) with a gap, a bug or a changed constant. It is
-//! compiled and launched exactly as the step's own [`KernelFile`](crate::run::registry::KernelFile)
-//! (same entry, defines, launch function and shared memory); only the source is replaced.
+//! An exercise is not a copy of a kernel: it is a short list of exact [`Edit`]s of the step's own
+//! kernel for the architecture the GPU runs (`kernel.cu` for steps 01–03, `sm90.cu` for 04–11) that
+//! open a gap, plant a bug or change a constant. `exercise start` makes the starter from the kernel
+//! the binary was built with and writes it into the student's own folder, `exercises/` at the crate
+//! root (ignored by git); the reference solution is the step's kernel itself (for predict-then-measure,
+//! the starter: the changed constant is correct). The student's file is compiled and launched exactly
+//! as the step's own [`KernelFile`] (same entry, defines, launch function and shared memory); only the
+//! source is replaced.
 
 use crate::check::problem::Shape;
+use crate::error::{Error, Result};
+use crate::run::edit::{self, Edit};
 use crate::run::registry::{Format, KernelFile, Step, Targets};
 use crate::run::steps;
+
+/// The student's folder, relative to the crate root: `exercise start` writes the starters there.
+pub const STUDENT_FOLDER: &str = "exercises";
+
+/// The width the comment at the top of a starter is wrapped to, as the kernels' own comments.
+pub const COMMENT_COLUMNS: usize = 100;
 
 /// What the student does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,11 +43,15 @@ pub struct Exercise {
     pub step: u8,
     pub kind: Kind,
     pub title: &'static str,
-    /// The starter the student edits, relative to the crate root, and its text embedded (for `reset`).
-    pub starter_path: &'static str,
-    pub starter: &'static str,
-    /// The reference solution, relative to the crate root (under tests/exercises/), proven by the tests.
-    pub solution_path: &'static str,
+    /// The student's file is `exercises/NN_K_name.cu`: `which_element_of_b`.
+    pub name: &'static str,
+    /// What the starter says at its top, under its id and kind: what is changed, and how to begin.
+    pub intro: &'static str,
+    /// From the step's kernel to the starter, in order, each `find` matching exactly once.
+    pub edits: &'static [Edit],
+    /// Why the fix is right, printed once `check` passes; `None` for predict-then-measure, whose
+    /// answer is its [`Prediction::chapter_answer`].
+    pub answer: Option<&'static str>,
     /// Hints, shown one at a time by `exercise hint`.
     pub hints: &'static [&'static str],
     /// For PredictThenMeasure: the question, the unit, and the chapter's own calculation shown beside
@@ -127,18 +143,60 @@ impl Exercise {
         }
     }
 
-    /// The embedded starter, as a kernel file named by its path.
-    pub fn starter_file(&self) -> KernelFile {
-        KernelFile {
-            path: self.starter_path,
-            source: self.starter,
-            ..*self.kernel()
+    /// `01_1_which_element_of_b.cu`.
+    pub fn file_name(&self) -> String {
+        format!("{}_{}.cu", self.id.replace('.', "_"), self.name)
+    }
+
+    /// `exercises/01_1_which_element_of_b.cu`: the student's file, relative to the crate root.
+    pub fn student_path(&self) -> String {
+        format!("{STUDENT_FOLDER}/{}", self.file_name())
+    }
+
+    /// The step's current kernel with this exercise's edits made; an error naming the exercise when
+    /// an edit no longer matches exactly once (the kernel changed under it).
+    fn edited_kernel(&self) -> Result<String> {
+        let kernel = self.kernel();
+        edit::apply_all(kernel.source, kernel.path, self.edits).map_err(|mismatch| {
+            Error::Other(format!(
+                "exercise {}: its edit no longer fits the step's kernel: {mismatch}; update the edit in \
+                 steps/step{:02}_{}/exercises.rs",
+                self.id,
+                self.step,
+                self.step_def().name
+            ))
+        })
+    }
+
+    /// The file `exercise start` writes: a comment saying what to do, then the step's current kernel
+    /// with the edits made.
+    pub fn starter(&self) -> Result<String> {
+        let body = self.edited_kernel()?;
+        let mut header = format!("// Exercise {} · {} · {}\n", self.id, self.kind.describe(), self.title);
+        let made = format!(
+            "Made from {} by `exercise start {}`; `exercise reset {}` makes it again.",
+            self.kernel().path,
+            self.id,
+            self.id
+        );
+        for paragraph in [self.intro, &made] {
+            header += &wrap(paragraph, "//", COMMENT_COLUMNS);
+        }
+        Ok(header + "//\n" + &body)
+    }
+
+    /// The reference solution: the step's own kernel; for predict-then-measure, the starter (the
+    /// changed constant is a correct variant, to be measured).
+    pub fn solution(&self) -> Result<String> {
+        match self.kind {
+            Kind::PredictThenMeasure => self.starter(),
+            Kind::FillTheGap | Kind::FindTheBug => Ok(self.kernel().source.to_string()),
         }
     }
 
-    /// The marker every starter carries where the work is: `TODO(exercise 05.1)` or `exercise 05.1`.
-    pub fn marker(&self) -> String {
-        format!("exercise {}", self.id)
+    /// The starter, as a kernel file named by the student's path.
+    pub fn starter_file(&self) -> Result<KernelFile> {
+        Ok(self.kernel_file(&self.student_path(), &self.starter()?))
     }
 
     /// The shapes `exercise check` verifies at: the square one, and two ragged ones whose edges cut
@@ -152,28 +210,49 @@ impl Exercise {
     }
 }
 
-#[path = "../../steps/step01_naive/exercises/exercises.rs"]
+#[path = "../../steps/step01_naive/exercises.rs"]
 pub mod step01_naive;
-#[path = "../../steps/step02_smem_tiling/exercises/exercises.rs"]
+#[path = "../../steps/step02_smem_tiling/exercises.rs"]
 pub mod step02_smem_tiling;
-#[path = "../../steps/step03_register_tiling/exercises/exercises.rs"]
+#[path = "../../steps/step03_register_tiling/exercises.rs"]
 pub mod step03_register_tiling;
-#[path = "../../steps/step04_tma_mma/exercises/exercises.rs"]
+#[path = "../../steps/step04_tma_mma/exercises.rs"]
 pub mod step04_tma_mma;
-#[path = "../../steps/step05_swizzle128/exercises/exercises.rs"]
+#[path = "../../steps/step05_swizzle128/exercises.rs"]
 pub mod step05_swizzle128;
-#[path = "../../steps/step06_tma_store/exercises/exercises.rs"]
+#[path = "../../steps/step06_tma_store/exercises.rs"]
 pub mod step06_tma_store;
-#[path = "../../steps/step07_multicast/exercises/exercises.rs"]
+#[path = "../../steps/step07_multicast/exercises.rs"]
 pub mod step07_multicast;
-#[path = "../../steps/step08_pipeline/exercises/exercises.rs"]
+#[path = "../../steps/step08_pipeline/exercises.rs"]
 pub mod step08_pipeline;
-#[path = "../../steps/step09_epilogue_double_buffer/exercises/exercises.rs"]
+#[path = "../../steps/step09_epilogue_double_buffer/exercises.rs"]
 pub mod step09_epilogue_double_buffer;
-#[path = "../../steps/step10_persistent/exercises/exercises.rs"]
+#[path = "../../steps/step10_persistent/exercises.rs"]
 pub mod step10_persistent;
-#[path = "../../steps/step11_mxfp8/exercises/exercises.rs"]
+#[path = "../../steps/step11_mxfp8/exercises.rs"]
 pub mod step11_mxfp8;
+
+/// `text` as lines of at most `columns` characters, each starting with `prefix` (a word longer than
+/// a line gets a line of its own): `"//"` for the comment at the top of a starter.
+pub fn wrap(text: &str, prefix: &str, columns: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::from(prefix);
+    for word in text.split_whitespace() {
+        if line.len() > prefix.len() && line.chars().count() + 1 + word.chars().count() > columns {
+            out += &line;
+            out.push('\n');
+            line = String::from(prefix);
+        }
+        line.push(' ');
+        line += word;
+    }
+    if line.len() > prefix.len() {
+        out += &line;
+        out.push('\n');
+    }
+    out
+}
 
 /// Every step's exercises, step 01 first (one list per step; adding a step's list is one line).
 pub static ALL: &[&[Exercise]] = &[
@@ -224,14 +303,22 @@ mod tests {
                 );
                 assert!(seen.insert(e.id), "{} twice", e.id);
                 assert!(!e.hints.is_empty(), "{} has no hint", e.id);
-                let folder = format!("steps/step{:02}_{}/exercises/", e.step, e.step_def().name);
                 assert!(
-                    e.starter_path.starts_with(&folder),
-                    "{} is not under {folder}",
-                    e.starter_path
+                    !e.name.is_empty()
+                        && e.name
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                    "{}: the file name part {:?} is not snake_case",
+                    e.id,
+                    e.name
                 );
-                let name = e.starter_path.rsplit('/').next().expect("a file name");
-                assert_eq!(e.solution_path, format!("tests/exercises/{name}"), "{}", e.id);
+                assert!(!e.edits.is_empty(), "{}: no edit of the kernel", e.id);
+                assert_eq!(
+                    e.answer.is_none(),
+                    e.kind == Kind::PredictThenMeasure,
+                    "{}: an answer exactly for what is not predict-then-measure",
+                    e.id
+                );
                 assert_eq!(
                     e.prediction.is_some(),
                     e.kind == Kind::PredictThenMeasure,
@@ -248,6 +335,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn text_is_wrapped_at_the_column_limit() {
+        let text = "one two three four five six seven";
+        assert_eq!(wrap(text, "//", 20), "// one two three\n// four five six\n// seven\n");
+        assert_eq!(wrap("", "//", 20), "");
+        assert_eq!(
+            wrap("averyveryverylongword x", "//", 10),
+            "// averyveryverylongword\n// x\n"
+        );
+        assert_eq!(wrap("a b", " ", 4), "  a\n  b\n");
     }
 
     #[test]

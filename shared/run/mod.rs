@@ -3,6 +3,7 @@
 //! the provenance of its records (which kernel source each was measured on).
 
 pub mod cli;
+pub mod edit;
 pub mod exercise;
 pub mod loader;
 pub mod provenance;

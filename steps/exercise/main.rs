@@ -1,7 +1,10 @@
-//! `cargo run --release --bin exercise -- list | check NN.K | hint NN.K | reset NN.K | watch NN.K | report`
+//! `cargo run --release --bin exercise -- [start [NN.K]] | list | check NN.K | hint NN.K | reset NN.K |
+//! watch NN.K | report`
 //!
 //! The classroom loop. Each exercise (`shared/run/exercise.rs`, listed per step in
-//! `steps/stepNN_name/exercises/exercises.rs`) is a complete kernel file the student edits. `check`
+//! `steps/stepNN_name/exercises.rs`) is a few exact edits of the step's kernel. `start` makes the
+//! starter from the kernel this binary was built with and writes it into the student's own folder,
+//! `exercises/NN_K_name.cu` (ignored by git); `reset` writes it again. `check`
 //! reads it from disk (no rebuild), compiles it with NVRTC, and on a GPU runs it exactly as the step's
 //! own kernel is run, at two ragged shapes and a square one, against the step's own kernel and cuBLAS,
 //! then times it beside them. Progress (attempts, hints, predictions) goes to a small JSON file in the
@@ -30,30 +33,38 @@ use tabled::{settings::Style, Table, Tabled};
 /// says otherwise: every exercise finishes in well under a second at its shapes.
 const HANG_SECONDS: &str = "10";
 
+/// Names the folder the student's files are in, instead of `exercises/` at the crate root.
+const FOLDER_VARIABLE: &str = "GEMM_LADDER_EXERCISES";
+
 /// Where progress is kept, unless GEMM_LADDER_EXERCISE_PROGRESS names another file.
 const PROGRESS_FILE: &str = ".exercise-progress.json";
 
 #[derive(Debug, Parser)]
 #[command(
     version = gemm_ladder::VERSION,
-    about = "Exercises of the GEMM ladder: list them, check your file, ask for hints, start over, watch, report.",
-    after_help = "The loop: `list`, edit the starter file it names, `check NN.K`, `hint NN.K` when stuck, \
-                  `reset NN.K` to start over, `watch NN.K` to re-check on every save. Teachers: `report`."
+    about = "Exercises of the GEMM ladder: start one, check your file, ask for hints, start over, watch, report.",
+    after_help = "The loop: `start` (the first exercise not yet passed, or `start NN.K`) writes the starter \
+                  into exercises/; edit it, `check NN.K`, `hint NN.K` when stuck, `reset NN.K` to start \
+                  over, `watch NN.K` to re-check on every save. `list` shows them all. Teachers: `report`."
 )]
 struct Args {
+    /// Without a command: `start`, at the first exercise not yet passed.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Write an exercise's starter into exercises/ (kept if it is there already): `NN.K`, or without
+    /// it the first exercise not yet passed.
+    Start { id: Option<String> },
     /// Every exercise: id, step, kind, title, and your status.
     List,
     /// Compile your file and, on a GPU, verify it at three shapes and time it beside the step's kernel.
     Check(CheckArgs),
     /// The next hint (one more each time).
     Hint { id: String },
-    /// Put the starter file back as it was (your version is kept as FILE.bak).
+    /// Write the starter again, made from the current kernel (your version is kept as FILE.bak).
     Reset { id: String },
     /// Check again whenever the file is saved (polls every 500 ms; Ctrl-C to stop).
     Watch(CheckArgs),
@@ -75,7 +86,7 @@ struct CheckArgs {
     /// Your prediction, for a predict-then-measure exercise (asked on the terminal otherwise).
     #[arg(long, allow_negative_numbers = true)]
     predict: Option<f64>,
-    /// Check this file instead of the exercise's starter path (not recorded in the progress file).
+    /// Check this file instead of yours in exercises/ (not recorded in the progress file).
     #[arg(long)]
     file: Option<PathBuf>,
     /// Side of the square shape, M = N = K (the ragged ones are fixed).
@@ -123,13 +134,21 @@ fn main() -> std::process::ExitCode {
     }
     let args = Args::parse();
     exit_with(match args.command {
+        None => start(None),
+        Some(command) => run(command),
+    })
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Start { id } => start(id.as_deref()),
         Command::List => list(),
         Command::Check(c) => check(&c),
         Command::Hint { id } => hint(&id),
         Command::Reset { id } => reset(&id),
         Command::Watch(c) => watch(&c),
         Command::Report { csv } => report(csv),
-    })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -144,6 +163,41 @@ fn root() -> PathBuf {
         here
     } else {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+}
+
+/// The student's file of exercise `ex`: `exercises/NN_K_name.cu` under the crate root, or in the
+/// folder GEMM_LADDER_EXERCISES names; and its name in messages (the path from the crate root, or
+/// the whole path in that folder).
+fn student_file(ex: &Exercise) -> (PathBuf, String) {
+    match std::env::var_os(FOLDER_VARIABLE) {
+        Some(folder) => {
+            let path = PathBuf::from(folder).join(ex.file_name());
+            let shown = path.display().to_string();
+            (path, shown)
+        }
+        None => (root().join(ex.student_path()), ex.student_path()),
+    }
+}
+
+/// Writes the starter, made from the current kernel, to the student's file (and its folder).
+fn write_starter(ex: &Exercise, path: &Path) -> Result<()> {
+    let starter = ex.starter()?;
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder).map_err(Error::io(format!("creating {}", folder.display())))?;
+    }
+    std::fs::write(path, starter).map_err(Error::io(format!("writing {}", path.display())))
+}
+
+/// The student's file, read; a usage error naming `start` when it has not been written yet.
+fn read_student_file(ex: &Exercise) -> Result<String> {
+    let (path, shown) = student_file(ex);
+    match std::fs::read_to_string(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Usage(format!(
+            "{shown} is not there yet: `cargo run --release --bin exercise -- start {}` writes it",
+            ex.id
+        ))),
+        read => read.map_err(Error::io(format!("reading {}", path.display()))),
     }
 }
 
@@ -234,7 +288,7 @@ struct ListRow {
     step: String,
     kind: &'static str,
     title: &'static str,
-    file: &'static str,
+    file: String,
     status: String,
     hints: String,
 }
@@ -247,8 +301,12 @@ fn list() -> Result<()> {
             step: format!("step{:02}", e.step),
             kind: e.kind.describe(),
             title: e.title,
-            file: e.starter_path,
-            status: status_of(&progress, e.id),
+            file: student_file(e).1,
+            status: match progress.exercises.get(e.id).and_then(|p| p.status.clone()) {
+                Some(status) => status,
+                None if student_file(e).0.is_file() => "not tried".into(),
+                None => "not started".into(),
+            },
             hints: format!(
                 "{}/{}",
                 progress.exercises.get(e.id).map_or(0, |p| p.hints_shown),
@@ -257,7 +315,10 @@ fn list() -> Result<()> {
         })
         .collect();
     println!("{}", Table::new(rows).with(Style::rounded()));
-    println!("Edit the file, then `cargo run --release --bin exercise -- check NN.K`.");
+    println!(
+        "`cargo run --release --bin exercise -- start NN.K` writes the file; edit it, then \
+         `cargo run --release --bin exercise -- check NN.K`."
+    );
     Ok(())
 }
 
@@ -283,20 +344,62 @@ fn hint(id: &str) -> Result<()> {
     progress.save()
 }
 
+/// The first exercise, in ladder order, whose last check did not pass; `None` when all have.
+fn first_not_passed(progress: &Progress) -> Option<&'static Exercise> {
+    exercise::all().find(|e| status_of(progress, e.id) != "pass")
+}
+
+fn start(id: Option<&str>) -> Result<()> {
+    let ex = match id {
+        Some(id) => find(id)?,
+        None => match first_not_passed(&Progress::load()?) {
+            Some(ex) => ex,
+            None => {
+                println!("every exercise has passed: `cargo run --release --bin exercise -- report` shows them");
+                return Ok(());
+            }
+        },
+    };
+    let (path, shown) = student_file(ex);
+    println!(
+        "exercise {} · step {:02} · {} · {}",
+        ex.id,
+        ex.step,
+        ex.kind.describe(),
+        ex.title
+    );
+    if path.is_file() {
+        println!(
+            "  {shown} is there already, with your work in it (`exercise reset {}` starts over)",
+            ex.id
+        );
+    } else {
+        write_starter(ex, &path)?;
+        println!("  wrote {shown}, the step's kernel with the exercise's change");
+    }
+    print!("{}", exercise::wrap(ex.intro, " ", exercise::COMMENT_COLUMNS));
+    println!(
+        "Edit it, then `cargo run --release --bin exercise -- check {}` (or `watch {}`).",
+        ex.id, ex.id
+    );
+    Ok(())
+}
+
 fn reset(id: &str) -> Result<()> {
     let ex = find(id)?;
-    let path = root().join(ex.starter_path);
+    let starter = ex.starter()?;
+    let (path, shown) = student_file(ex);
     if let Ok(current) = std::fs::read_to_string(&path) {
-        if current == ex.starter {
-            println!("{} is already the starter", ex.starter_path);
+        if current == starter {
+            println!("{shown} is already the starter");
             return Ok(());
         }
         let backup = PathBuf::from(format!("{}.bak", path.display()));
         std::fs::write(&backup, current).map_err(Error::io(format!("writing {}", backup.display())))?;
         println!("your version is kept in {}", backup.display());
     }
-    std::fs::write(&path, ex.starter).map_err(Error::io(format!("writing {}", path.display())))?;
-    println!("{} is the starter again", ex.starter_path);
+    write_starter(ex, &path)?;
+    println!("{shown} is the starter again, made from the current kernel");
     Ok(())
 }
 
@@ -442,11 +545,13 @@ fn ask_prediction(ex: &Exercise, prediction: &Prediction, given: Option<f64>) ->
 fn check(args: &CheckArgs) -> Result<()> {
     let ex = find(&args.id)?;
     let record = args.file.is_none();
-    let (shown, on_disk) = match &args.file {
-        Some(f) => (f.display().to_string(), f.clone()),
-        None => (ex.starter_path.to_string(), root().join(ex.starter_path)),
+    let (shown, source) = match &args.file {
+        Some(f) => (
+            f.display().to_string(),
+            std::fs::read_to_string(f).map_err(Error::io(format!("reading {}", f.display())))?,
+        ),
+        None => (student_file(ex).1, read_student_file(ex)?),
     };
-    let source = std::fs::read_to_string(&on_disk).map_err(Error::io(format!("reading {}", on_disk.display())))?;
     println!(
         "exercise {} · step {:02} · {} · {}\n  file: {shown}",
         ex.id,
@@ -490,6 +595,9 @@ fn check(args: &CheckArgs) -> Result<()> {
                 println!("  {:<16}{}", "the chapter:", p.chapter_answer);
             }
             println!("\n{}", outcome.summary);
+            if let (Some(answer), "pass") = (ex.answer, outcome.status) {
+                println!("  why: {answer}");
+            }
             outcome.no_gpu.map_or(Ok(()), Err)
         }
         Err(e) => {
@@ -694,7 +802,17 @@ fn modified(path: &Path) -> Option<SystemTime> {
 /// with exit code 3, or a crashed one does not end the watch.
 fn watch(args: &CheckArgs) -> Result<()> {
     let ex = find(&args.id)?;
-    let path = args.file.clone().unwrap_or_else(|| root().join(ex.starter_path));
+    let path = match &args.file {
+        Some(f) => f.clone(),
+        None => {
+            let (path, shown) = student_file(ex);
+            if !path.is_file() {
+                write_starter(ex, &path)?;
+                println!("wrote {shown}, the starter");
+            }
+            path
+        }
+    };
     let me = std::env::current_exe().map_err(Error::io("finding this program"))?;
     let mut seen = None;
     loop {

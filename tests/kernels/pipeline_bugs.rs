@@ -10,17 +10,17 @@
 //! `cluster_sync()` after the barriers are initialised, by contrast, misbehaves only when a peer block
 //! runs ahead, and is left out.
 
+use gemm_ladder::run::edit::Edit;
 use gemm_ladder::run::registry::{KernelFile, Step};
 use gemm_ladder::run::steps;
 
-/// One planted bug: replace `find` (which must occur exactly once) by `replace`.
+/// One planted bug: one edit of the kernel (its `find` must occur exactly once).
 pub struct PipelineBug {
     /// Short name, for messages and the child-process switch of the hang test.
     pub name: &'static str,
     /// Why the kernel can never finish.
     pub why: &'static str,
-    pub find: &'static str,
-    pub replace: &'static str,
+    pub edit: Edit,
 }
 
 /// The warp-specialised steps whose Hopper kernels get the bugs planted.
@@ -37,22 +37,28 @@ pub const BUGS: &[PipelineBug] = &[
         name: "wrong_empty_parity",
         why: "the producer's first pass waits on `empty` with parity 0, the phase that only the \
               consumers' releases complete, and they wait on `full` for tiles it never loads",
-        find: "mbarrier_wait(&empty[stage], parity ^ 1);",
-        replace: "mbarrier_wait(&empty[stage], parity);  // PLANTED BUG: should be parity ^ 1",
+        edit: Edit {
+            find: "mbarrier_wait(&empty[stage], parity ^ 1);",
+            replace: "mbarrier_wait(&empty[stage], parity);  // PLANTED BUG: should be parity ^ 1",
+        },
     },
     PipelineBug {
         name: "never_released",
         why: "the consumers never arrive on `empty`: once the ring has gone round, the producer waits \
               for a release that never comes, and the consumers for a tile it never loads",
-        find: "for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);",
-        replace: "(void)stage;  // PLANTED BUG: the stage is never released",
+        edit: Edit {
+            find: "for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);",
+            replace: "(void)stage;  // PLANTED BUG: the stage is never released",
+        },
     },
     PipelineBug {
         name: "released_only_locally",
         why: "each consumer releases the stage in its own block only, so `empty` (which expects an \
               arrival from every consumer of the cluster) gets half its arrivals and never completes",
-        find: "for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);",
-        replace: "mbarrier_arrive_cluster(&empty[stage], rank);  // PLANTED BUG: not every block of the cluster",
+        edit: Edit {
+            find: "for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);",
+            replace: "mbarrier_arrive_cluster(&empty[stage], rank);  // PLANTED BUG: not every block of the cluster",
+        },
     },
 ];
 
@@ -66,14 +72,12 @@ pub fn hopper_kernel(step: &'static Step) -> &'static KernelFile {
 /// step and the bug, unless the edit matches exactly once.
 pub fn planted(step: &'static Step, bug: &PipelineBug) -> KernelFile {
     let real = hopper_kernel(step);
-    let found = real.source.matches(bug.find).count();
-    assert_eq!(
-        found, 1,
-        "planting {} in {}: `{}` occurs {found} times (exactly once expected); update \
-         tests/kernels/pipeline_bugs.rs to the kernel's new text",
-        bug.name, real.path, bug.find
-    );
-    let source = real.source.replacen(bug.find, bug.replace, 1);
+    let source = bug.edit.apply(real.source, real.path).unwrap_or_else(|mismatch| {
+        panic!(
+            "planting {}: {mismatch}; update tests/kernels/pipeline_bugs.rs to the kernel's new text",
+            bug.name
+        )
+    });
     KernelFile {
         path: format!("{}+{}", real.path, bug.name).leak(),
         source: source.leak(),

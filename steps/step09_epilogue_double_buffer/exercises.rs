@@ -1,6 +1,8 @@
 //! The exercises of step 09 (epilogue_double_buffer); the harness gathers them in `shared/run/exercise.rs`.
-//! Starters here, reference solutions under `tests/exercises/` (proven by `tests/exercises.rs`).
+//! Each is a few exact edits of the step's kernel: `exercise start NN.K` writes the starter they make
+//! into `exercises/` (proven by `tests/exercises.rs`).
 
+use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
 
@@ -10,9 +12,18 @@ pub const EXERCISES: &[Exercise] = &[
         step: 9,
         kind: Kind::FillTheGap,
         title: "Which buffer?",
-        starter_path: "steps/step09_epilogue_double_buffer/exercises/09_1_which_buffer.cu",
-        starter: include_str!("09_1_which_buffer.cu"),
-        solution_path: "tests/exercises/09_1_which_buffer.cu",
+        name: "which_buffer",
+        intro: "Step 09's Hopper kernel without the choice of staging buffer for chunk c (the `chunks` part). Until you write it, `exercise check 09.1` stops at NVRTC's error on the `____` line. The wait before a chunk, tma_store_wait_read<C_BUFFERS - 1>(), only protects the right choice.",
+        edits: &[
+            Edit {
+                find: "const int buffer = c % C_BUFFERS;",
+                replace: concat!(
+                    "// TODO(exercise 09.1): which of this consumer's C_BUFFERS staging buffers chunk c uses.\n",
+                    "                const int buffer = ____;",
+                ),
+            },
+        ],
+        answer: Some("Chunk c goes through buffer c % C_BUFFERS: chunks alternate between the two buffers, so the store that last read buffer c % 2 is chunk c − 2's, older than the newest group, and tma_store_wait_read<1>() (at most one group still reading) guarantees it is done."),
         hints: &[
             "The `____` is a compile error until you write it. Each consumer has C_BUFFERS = 2 staging buffers of one 64-column chunk (8 KiB) and stores chunks c = 0 .. 3.",
             "Before packing chunk c (c ≥ 2) the storing thread waits until at most one store group, the newest (chunk c − 1), is still reading. Which buffer must chunk c use so that this wait protects it?",
@@ -25,9 +36,25 @@ pub const EXERCISES: &[Exercise] = &[
         step: 9,
         kind: Kind::PredictThenMeasure,
         title: "Three stages, double-buffered",
-        starter_path: "steps/step09_epilogue_double_buffer/exercises/09_2_three_stages.cu",
-        starter: include_str!("09_2_three_stages.cu"),
-        solution_path: "tests/exercises/09_2_three_stages.cu",
+        name: "three_stages",
+        intro: "Step 09's Hopper kernel with the double-buffered epilogue but only three stages of the ring, as in step 08 (step.rs still allocates four; the kernel uses three). Before `exercise check 09.2`, predict its time as a multiple of step 09's own: which half of the step do you take away, and how much of the step's gain over step 08 was it? The check prints the measured ratio.",
+        edits: &[
+            Edit {
+                find: concat!(
+                    "#error \"STAGES (depth of the ring of shared-memory tiles) is set by step.rs\"\n",
+                    "#endif\n",
+                ),
+                replace: concat!(
+                    "#error \"STAGES (depth of the ring of shared-memory tiles) is set by step.rs\"\n",
+                    "#endif\n",
+                    "// exercise 09.2: three stages instead of the STAGES = 4 that step.rs sets.\n",
+                    "#undef STAGES\n",
+                    "#define STAGES 3\n",
+                    "\n",
+                ),
+            },
+        ],
+        answer: None,
         hints: &[
             "Step 09 does two things: a double-buffered epilogue, and a fourth stage of the ring, paid for with the staging it shrank (the chapter's shared-memory table). This kernel keeps the first and takes away the second.",
             "At 4096³ a block runs 64 K slices of main loop and one epilogue: the epilogue is a small part of its time; the ring's depth acts on the main loop.",

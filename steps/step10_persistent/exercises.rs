@@ -1,6 +1,8 @@
 //! The exercises of step 10 (persistent); the harness gathers them in `shared/run/exercise.rs`.
-//! Starters here, reference solutions under `tests/exercises/` (proven by `tests/exercises.rs`).
+//! Each is a few exact edits of the step's kernel: `exercise start NN.K` writes the starter they make
+//! into `exercises/` (proven by `tests/exercises.rs`).
 
+use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
 
@@ -10,9 +12,21 @@ pub const EXERCISES: &[Exercise] = &[
         step: 10,
         kind: Kind::FindTheBug,
         title: "Square shapes only",
-        starter_path: "steps/step10_persistent/exercises/10_1_tile_order.cu",
-        starter: include_str!("10_1_tile_order.cu"),
-        solution_path: "tests/exercises/10_1_tile_order.cu",
+        name: "tile_order",
+        intro: "Step 10's Hopper kernel with one planted bug in its tile schedule. `exercise check 10.1` passes at some shapes and fails at others: compare the shapes it fails at with those it passes, then read the `schedule` part.",
+        edits: &[
+            Edit {
+                find: concat!(
+                    "tile_m = first_m + within % rows;\n",
+                    "        tile_n = within / rows;",
+                ),
+                replace: concat!(
+                    "tile_n = first_m + within % rows;\n",
+                    "        tile_m = within / rows;",
+                ),
+            },
+        ],
+        answer: Some("Inside a group the index runs down the rows first: tile_m = first_m + within % rows, tile_n = within / rows. Swapped, the clusters computed the transposed set of tiles: on a square grid of tiles that is every tile all the same (in another order), but at 257 × 255 (2 × 1 tiles) the second cluster computed tile (0, 1), past N, and rows 256.. of C were never written."),
         hints: &[
             "Compare the shapes that fail with those that pass. At a square shape, how many tiles are there down M and along N?",
             "TileOrder::locate turns a tile number into (tile row, tile column). Inside a group the numbers run down the rows first: which of the two changes fastest?",
@@ -25,9 +39,24 @@ pub const EXERCISES: &[Exercise] = &[
         step: 10,
         kind: Kind::PredictThenMeasure,
         title: "Row-major order",
-        starter_path: "steps/step10_persistent/exercises/10_2_row_major_order.cu",
-        starter: include_str!("10_2_row_major_order.cu"),
-        solution_path: "tests/exercises/10_2_row_major_order.cu",
+        name: "row_major_order",
+        intro: "Step 10's Hopper kernel with the tiles in plain row-major order, GROUP_M = 1 instead of the 8 step.rs sets. Before `exercise check 10.2`, count the slabs of A and B one turn of the clusters needs in each order, and predict the time as a multiple of step 10's own. The check prints the measured ratio.",
+        edits: &[
+            Edit {
+                find: concat!(
+                    "#error \"GROUP_M (tile-rows per group of the tile order) is set by step.rs\"\n",
+                    "#endif\n",
+                ),
+                replace: concat!(
+                    "#error \"GROUP_M (tile-rows per group of the tile order) is set by step.rs\"\n",
+                    "#endif\n",
+                    "// exercise 10.2: row-major tile order, GROUP_M = 1 instead of the 8 that step.rs sets.\n",
+                    "#undef GROUP_M\n",
+                    "#define GROUP_M 1\n",
+                ),
+            },
+        ],
+        answer: None,
         hints: &[
             "With GROUP_M = 1 the numbers run along whole tile-rows: at 4096³ (16 × 16 tiles, 66 clusters) one turn covers four whole rows of tiles and two tiles of a fifth.",
             "Count the slabs (256 rows × all of K, 2 MiB at K = 4096) of A and of B one turn needs in each order, and compare their bytes with the L2.",

@@ -1,0 +1,91 @@
+//! The exercises of step 08 (pipeline); the harness gathers them in `shared/run/exercise.rs`.
+//! Each is a few exact edits of the step's kernel: `exercise start NN.K` writes the starter they make
+//! into `exercises/` (proven by `tests/exercises.rs`).
+
+use crate::run::edit::Edit;
+#[allow(unused_imports)]
+use crate::run::exercise::{Exercise, Kind, Prediction};
+
+pub const EXERCISES: &[Exercise] = &[
+    Exercise {
+        id: "08.1",
+        step: 8,
+        kind: Kind::FindTheBug,
+        title: "The first pass",
+        name: "the_first_pass",
+        intro: "Step 08's Hopper kernel with one planted bug in its ring: `exercise check 08.1` never sees the kernel finish, and reports it as hung (exit code 3) after GEMM_LADDER_HANG_SECONDS. Work out which wait is the first that can never return, and who was supposed to let it through.",
+        edits: &[
+            Edit {
+                find: "mbarrier_wait(&empty[stage], parity ^ 1);",
+                replace: "mbarrier_wait(&empty[stage], parity);",
+            },
+        ],
+        answer: Some("Before it fills stage s for round n the producer waits for phase n − 1 of empty[s]. For n = 0 that is the phase before the first, parity 1, which a fresh barrier reports as complete: parity ^ 1. Waiting with `parity` asked for phase 0, which only the consumers' releases complete, and they wait on `full` for a tile the producer never loads."),
+        hints: &[
+            "It hangs at every shape, before a single tile is computed. Which thread waits first, and on which barrier?",
+            "Before filling stage s for round n the producer waits for phase n − 1 of empty[s]. For n = 0 that is the phase before the first, parity 1, which a fresh mbarrier reports as complete.",
+            "mbarrier_wait(&empty[stage], parity ^ 1). The planted producer waits with `parity`, for phase 0, which only the consumers' releases complete, and they are waiting for a tile it never loads.",
+        ],
+        prediction: None,
+    },
+    Exercise {
+        id: "08.2",
+        step: 8,
+        kind: Kind::FillTheGap,
+        title: "Release the previous stage",
+        name: "release_the_previous_stage",
+        intro: "Step 08's Hopper kernel without the consumers' release inside the main loop (the `consumer` part). Until you write it, `exercise check 08.2` stops at NVRTC's error on the `____` line. Which stage has this consumer finished reading once `wgmma_wait<1>()` returns, and is there one at t = 0?",
+        edits: &[
+            Edit {
+                find: "if (t > 0) release((t - 1) % STAGES);",
+                replace: concat!(
+                    "// TODO(exercise 08.2): give a stage back to the producer (release(stage) arrives on its\n",
+                    "            // `empty` barrier in every block of the cluster). Which one may go now?\n",
+                    "            ____;",
+                ),
+            },
+        ],
+        answer: Some("wgmma_wait<1>() leaves at most the group just issued (K tile t) running, so the group of K tile t − 1 has finished reading its stage, (t − 1) % STAGES: release it while the tensor cores work on t. At t = 0 there is no previous tile; the last stage is released after the loop, after wgmma_wait<0>."),
+        hints: &[
+            "The `____` is a compile error until you write it. A stage never released stops the producer once the ring has gone round: with more K tiles than stages the check reports a hang.",
+            "After wgmma_wait<1>() at most the group just issued (K tile t) is running: the group of K tile t − 1 has finished reading its stage. Is there a previous tile at t = 0?",
+            "if (t > 0) release((t - 1) % STAGES); the last stage is released after the loop, after wgmma_wait<0>().",
+        ],
+        prediction: None,
+    },
+    Exercise {
+        id: "08.3",
+        step: 8,
+        kind: Kind::PredictThenMeasure,
+        title: "Two stages",
+        name: "two_stages",
+        intro: "Step 08's Hopper kernel with a ring of two stages instead of the three step.rs sets (the shared memory step.rs asks for still has room for three; the kernel uses two). Before `exercise check 08.3`, predict its time as a multiple of step 08's own: how far ahead of the MMAs can the producer now run, and how long does one K tile of MMAs take an SM? The check prints the measured ratio.",
+        edits: &[
+            Edit {
+                find: concat!(
+                    "#error \"STAGES (depth of the ring of shared-memory tiles) is set by step.rs\"\n",
+                    "#endif\n",
+                ),
+                replace: concat!(
+                    "#error \"STAGES (depth of the ring of shared-memory tiles) is set by step.rs\"\n",
+                    "#endif\n",
+                    "// exercise 08.3: two stages instead of the STAGES = 3 that step.rs sets.\n",
+                    "#undef STAGES\n",
+                    "#define STAGES 2\n",
+                    "\n",
+                ),
+            },
+        ],
+        answer: None,
+        hints: &[
+            "With S stages the producer can run S − 1 K tiles ahead of the tile the consumers are computing: it refills a stage only when the consumers release it, one tile behind.",
+            "One K tile of a block is 2·128·256·64 = 4.2 Mflop; at about 990 TFLOPS over 132 SMs an SM does it in about 0.56 µs. A TMA copy takes hundreds of clocks before its first bytes land, and a 48 KiB stage longer.",
+            "Two stages give a copy about one K tile of MMA time to land, three about two. Expect the tensor cores to wait part of every K tile: slower than the step, by a fraction rather than by half.",
+        ],
+        prediction: Some(Prediction {
+            question: "How many times step 08's own time (three stages) does the kernel with a two-stage ring take at 4096³ (`exercise check 08.3 --size 4096`)?",
+            unit: "× the step's time",
+            chapter_answer: "Above 1×, by a modest fraction. The producer refills a stage when the consumers release it, one K tile behind (wgmma_wait<1>), so with two stages the copy of K tile t + 1 starts as the MMAs of tile t start and has one tile of MMA time to land: 2·128·256·64 = 4.2 Mflop, at about 990 TFLOPS / 132 SMs ≈ 7.5 TFLOPS an SM, about 0.56 µs. A TMA copy of a 48 KiB stage from L2 takes hundreds of clocks before its first bytes land, so some of that lead is used up every tile and the tensor cores idle for the rest; three stages give about two tiles (1.1 µs) of lead.",
+        }),
+    },
+];

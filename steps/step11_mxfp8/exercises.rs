@@ -1,0 +1,56 @@
+//! The exercises of step 11 (mxfp8); the harness gathers them in `shared/run/exercise.rs`.
+//! Each is a few exact edits of the step's kernel: `exercise start NN.K` writes the starter they make
+//! into `exercises/` (proven by `tests/exercises.rs`).
+
+use crate::run::edit::Edit;
+#[allow(unused_imports)]
+use crate::run::exercise::{Exercise, Kind, Prediction};
+
+pub const EXERCISES: &[Exercise] = &[
+    Exercise {
+        id: "11.1",
+        step: 11,
+        kind: Kind::FindTheBug,
+        title: "Powers of two",
+        name: "which_scale",
+        intro: "Step 11's Hopper kernel with one planted bug in the conversion of an operand: `exercise check 11.1` fails at every shape, but C is not garbage: it is wrong by powers of two, in some places. Which elements of K does a K tile of 64 cover, and how many scales is that?",
+        edits: &[
+            Edit {
+                find: "factor[r][b] = scale_bf16x2(scale[r][b], wide);",
+                replace: "factor[r][b] = scale_bf16x2(scale[r][0], wide);",
+            },
+        ],
+        answer: Some("A K tile of 64 elements spans two 32-element scale blocks: elements 0..31 of the tile (slices 0, 1) take the first scale, elements 32..63 (slices 2, 3) the second. With scale[r][0] for both blocks, A's second half of every K tile was scaled by its first half's scale."),
+        hints: &[
+            "The MMAs, the tile order and the epilogue are step 10's; the wrong values are off by powers of two, so look at the conversions, dequantize_b and convert_a, and the scales they multiply by.",
+            "A K tile is 64 elements of K: two 32-element scale blocks. Slices 0, 1 take the first scale, slices 2, 3 the second. Does every converter build a factor from both?",
+            "In convert_a, factor[r][b] must come from scale[r][b]; the planted kernel builds both blocks' factors from scale[r][0].",
+        ],
+        prediction: None,
+    },
+    Exercise {
+        id: "11.2",
+        step: 11,
+        kind: Kind::FillTheGap,
+        title: "Even bytes, odd bytes",
+        name: "even_and_odd",
+        intro: "Step 11's Hopper kernel without the two registers of A's fragment that each converted word goes to (in `convert_a`). Until you write them, `exercise check 11.2` stops at NVRTC's errors on the `____` line. A wrong pair compiles, and then C is wrong: the pre-pass has already decided B's order of K.",
+        edits: &[
+            Edit {
+                find: "e4m3x4_to_bf16x4(raw[pair][m], factor[row8][slice / 2], wide, a[slice][row8], a[slice][row8 + 2]);",
+                replace: concat!(
+                    "// TODO(exercise 11.2): which of this slice's four fragment registers take the word's even\n",
+                    "                    // pair and its odd pair? (a[slice][0] .. a[slice][3]; row8 is 0 for row g, 1 for g + 8)\n",
+                    "                    e4m3x4_to_bf16x4(raw[pair][m], factor[row8][slice / 2], wide, a[slice][____], a[slice][____]);",
+                ),
+            },
+        ],
+        answer: Some("ldmatrix gives thread t the word of bytes 4t .. 4t+3 of a slice, for rows g (raw[pair][m], m even) and g + 8 (m odd). The conversion turns it into the pair (4t, 4t+2) and the pair (4t+1, 4t+3). The pre-pass puts a word's even pair of B at positions 2t, 2t+1 of the slice and its odd pair at 2t+8, 2t+9; in the fragment those are a[0] (a[1] for row g + 8) and a[2] (a[3]): a[slice][row8] and a[slice][row8 + 2]."),
+        hints: &[
+            "The `____` are compile errors until you write them. The wgmma's A fragment for one k16 slice is four registers: a[0] row g, positions 2t, 2t+1; a[1] row g + 8, the same positions; a[2] row g, positions 2t+8, 2t+9; a[3] row g + 8, those positions.",
+            "e4m3x4_to_bf16x4 returns the word's even bytes (4t, 4t+2) first and its odd bytes (4t+1, 4t+3) second. The pre-pass (dequantize_b) writes a word's even pair of B to positions 2t, 2t+1 and its odd pair to 2t+8, 2t+9.",
+            "a[slice][row8] and a[slice][row8 + 2].",
+        ],
+        prediction: None,
+    },
+];
