@@ -37,7 +37,29 @@ pub fn load_in(ctx: &Arc<CudaContext>, major: u32, minor: u32, file: &KernelFile
             .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
             .map_err(Error::cuda("asking for the shared-memory carveout"))?;
     }
+    ORIGINS.lock().unwrap_or_else(|e| e.into_inner()).push((
+        function.cu_function() as usize,
+        file.source,
+        file.defines,
+    ));
     Ok((function, arch))
+}
+
+/// The source and defines each loaded function was compiled from, by its handle.
+type Origin = (usize, &'static str, &'static [(&'static str, u64)]);
+static ORIGINS: Mutex<Vec<Origin>> = Mutex::new(Vec::new());
+
+/// Whether `function` was compiled (by [`load_in`]) from exactly `file`'s source and defines: a
+/// launch that picks another compilation of its own file does so only for its own, not for a
+/// student's edited copy or an instrumented build it is handed instead.
+pub fn compiled_from(function: &CudaFunction, file: &KernelFile) -> bool {
+    let handle = function.cu_function() as usize;
+    let same_text = |a: &str, b: &str| std::ptr::eq(a, b) || a == b;
+    ORIGINS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|&(h, source, defines)| h == handle && same_text(source, file.source) && defines == file.defines)
 }
 
 /// `file`'s entry function in `stream`'s context: compiled and loaded on the first call, kept for the

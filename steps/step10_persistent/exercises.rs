@@ -40,7 +40,7 @@ pub const EXERCISES: &[Exercise] = &[
         kind: Kind::PredictThenMeasure,
         title: "Row-major order",
         name: "row_major_order",
-        intro: "Step 10's Hopper kernel with the tiles in plain row-major order, GROUP_M = 1 instead of the 8 step.rs sets. Before `exercise check 10.2`, count the slabs of A and B one turn of the clusters needs in each order, and predict the time as a multiple of step 10's own. The check prints the measured ratio.",
+        intro: "Step 10's Hopper kernel with the tiles in plain row-major order, GROUP_M = 1 instead of the 16 step.rs sets. Before `exercise check 10.2`, count the slabs of A and B one turn of the clusters needs in each order, and predict the time as a multiple of step 10's own. The check prints the measured ratio.",
         edits: &[
             Edit {
                 find: concat!(
@@ -50,7 +50,7 @@ pub const EXERCISES: &[Exercise] = &[
                 replace: concat!(
                     "#error \"GROUP_M (tile-rows per group of the tile order) is set by step.rs\"\n",
                     "#endif\n",
-                    "// exercise 10.2: row-major tile order, GROUP_M = 1 instead of the 8 that step.rs sets.\n",
+                    "// exercise 10.2: row-major tile order, GROUP_M = 1 instead of the 16 that step.rs sets.\n",
                     "#undef GROUP_M\n",
                     "#define GROUP_M 1\n",
                 ),
@@ -58,14 +58,14 @@ pub const EXERCISES: &[Exercise] = &[
         ],
         answer: None,
         hints: &[
-            "With GROUP_M = 1 the numbers run along whole tile-rows: at 4096³ (16 × 16 tiles, 66 clusters) one turn covers four whole rows of tiles and two tiles of a fifth.",
-            "Count the slabs (256 rows × all of K, 2 MiB at K = 4096) of A and of B one turn needs in each order, and compare their bytes with the L2.",
-            "17 against 21 slabs, 34 against 42 MiB a turn, both inside L2; what the SMs ask of L2 does not depend on the order. Predict a ratio close to 1.",
+            "With GROUP_M = 1 the numbers run along whole tile-rows: at 4096³ (32 × 16 tiles of 128 × 256, 128 clusters) one turn covers eight whole rows of tiles.",
+            "Count the slabs one turn needs in each order (of A: 128 rows × all of K, 1 MiB at K = 4096; of B: 256 rows, 2 MiB), and compare their bytes with the L2.",
+            "Grouped: 16 slabs of A and 8 of B, 32 MiB; row-major: 8 of A and all 16 of B, 40 MiB; both inside L2, and what the SMs ask of L2 does not depend on the order. Predict a ratio close to 1.",
         ],
         prediction: Some(Prediction {
-            question: "How many times step 10's own time (GROUP_M = 8) does the row-major tile order (GROUP_M = 1) take at 4096³ (`exercise check 10.2 --size 4096`)?",
+            question: "How many times step 10's own time (GROUP_M = 16) does the row-major tile order (GROUP_M = 1) take at 4096³ (`exercise check 10.2 --size 4096`)?",
             unit: "× the step's time",
-            chapter_answer: "About 1×. At 4096³ there are 16 × 16 tiles and 66 clusters: a grouped turn (tiles 0–65) needs 8 slabs of A and 9 of B, 17 in all; a row-major turn four whole tile-rows and two tiles of a fifth, 5 of A and all 16 of B, 21. A slab is 256 rows × 4096 × 2 bytes = 2 MiB: 34 against 42 MiB a turn, both within the H200's 60 MiB of L2, and the traffic from L2 to the SMs (264 MiB a turn) is the same in both orders. At 8192³ a grouped turn needs 17 slabs of 4 MiB, a row-major one 35: about 2.1 bytes of DRAM per thousand flops, still a fraction of what DRAM delivers. Little difference at either size.",
+            chapter_answer: "About 1×. At 4096³ there are 32 × 16 tiles of 128 × 256 and 128 clusters: a grouped turn (tiles 0–127) needs 16 slabs of A (1 MiB each) and 8 of B (2 MiB each), 32 MiB; a row-major turn eight whole tile-rows, 8 slabs of A and all 16 of B, 40 MiB. Both fit in the H200's 60 MiB of L2, and the traffic from L2 to the SMs (384 MiB a turn) is the same in both orders. At 8192³ a grouped turn needs 68 MiB, a row-major one 138: about 2.0 bytes of DRAM per thousand flops, still a fraction of what DRAM delivers. Little difference at either size.",
         }),
     },
 ];
