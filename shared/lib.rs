@@ -22,6 +22,7 @@ pub mod encoding;
 pub mod error;
 pub mod evidence;
 pub mod run;
+pub mod shape;
 
 /// The revision of the code this binary was built from (`git describe --dirty`).
 pub const GIT_REVISION: &str = env!("GEMM_LADDER_GIT_REVISION");

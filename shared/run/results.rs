@@ -6,31 +6,12 @@
 
 use crate::check::problem::Shape;
 use crate::check::verify::Check;
+pub use crate::device::gpu::DeviceInfo;
 use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-/// The GPU and software a results file was measured with.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeviceInfo {
-    /// As the driver names it: `NVIDIA H100 80GB HBM3`.
-    pub name: String,
-    /// `9.0`.
-    pub compute_capability: String,
-    pub sms: u32,
-    pub l2_bytes: u64,
-    pub memory_bytes: u64,
-    /// Maximum SM clock, when the driver reports it.
-    pub sm_clock_mhz: Option<u32>,
-    /// Maximum memory clock, when the driver reports it.
-    pub mem_clock_mhz: Option<u32>,
-    /// CUDA driver API version: `13.0`.
-    pub driver: String,
-    /// NVRTC version: `13.0`.
-    pub nvrtc: String,
-}
 
 /// How long one GEMM took, over `runs` timed launches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -22,7 +22,7 @@ use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
 use std::time::Instant;
 
-mod mxfp8;
+pub mod mxfp8;
 use mxfp8::MxState;
 
 /// bf16 NaN: every output is filled with it before a run, so an unwritten element cannot pass.

@@ -9,11 +9,11 @@ use crate::check::verify::{self, Bounds, Check, Reference};
 use crate::device::cublas::{Fp8Output, Fp8Tensorwise};
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
-use crate::run::registry::{Format, GemmOperands, LaunchFn, Step};
+use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
 use crate::run::results::MxBaselines;
 use crate::run::steps;
 use crate::run::timing::{self, Contender};
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr};
 use half::bf16;
 use half::slice::HalfFloatSliceExt;
 use std::collections::HashMap;
@@ -328,7 +328,7 @@ impl Session {
     fn ensure_mx_baselines(&mut self) -> Result<()> {
         self.ensure_mx()?;
         if self.mx_state()?.dequantize.is_none() {
-            let (function, _) = load_file(&self.gpu, &mx::DEQUANT_KERNEL)?;
+            let (function, _) = load_file(&self.gpu, &DEQUANT_KERNEL)?;
             self.mx.as_mut().expect("made above").dequantize = Some(function);
         }
         if self.mx_state()?.fp8.is_none() {
@@ -379,8 +379,8 @@ impl Session {
         let mut dequantize_then_bf16 = |i: usize| {
             let ops = this.mx_operands(i)?;
             let (a, b) = (ptr(&mx.staging_a, &this.gpu), ptr(&mx.staging_b, &this.gpu));
-            mx::launch_dequantize(dequantize, &this.gpu.stream, ops.a, ops.scale_a, a, shape.m, shape.k)?;
-            mx::launch_dequantize(dequantize, &this.gpu.stream, ops.b, ops.scale_b, b, shape.n, shape.k)?;
+            launch_dequantize(dequantize, &this.gpu.stream, ops.a, ops.scale_a, a, shape.m, shape.k)?;
+            launch_dequantize(dequantize, &this.gpu.stream, ops.b, ops.scale_b, b, shape.n, shape.k)?;
             this.cublas.gemm_bf16(a, b, ptr(&this.c, &this.gpu), shape)
         };
         let mut tensorwise = |i: usize| {
@@ -442,4 +442,57 @@ impl Session {
             alternatives: alternative_timings,
         })
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dequantize kernel (the "dequantize, then cuBLAS bf16" baseline)
+// ---------------------------------------------------------------------------------------------
+
+/// `shared/check/mx_dequant.cu` (beside the quantizer it inverts): e4m3 + blocked e8m0 → bf16, one pass over one operand. Not a GEMM: it is
+/// launched with [`launch_dequantize`], never through `launch`.
+pub const DEQUANT_KERNEL: KernelFile = KernelFile {
+    path: "shared/check/mx_dequant.cu",
+    source: include_str!("../../check/mx_dequant.cu"),
+    targets: Targets::AnyGpu,
+    entry: "mx_dequantize",
+    defines: &[],
+    max_dynamic_smem: 0,
+    launch: not_a_gemm,
+};
+
+fn not_a_gemm(_: &CudaFunction, _: &CudaStream, _: &GemmOperands) -> crate::error::Result<()> {
+    Err(crate::error::Error::Other(
+        "mx_dequantize is not a GEMM: launch it with session::mxfp8::launch_dequantize".into(),
+    ))
+}
+
+/// Threads per block of the dequantize kernel; each converts 8 elements.
+const DEQUANT_THREADS: u32 = 256;
+
+/// Enqueues the dequantization of a `rows`×`k` MX operand (`q`: e4m3 bytes, `scales`: blocked e8m0)
+/// into `out` (`rows`×`k` bf16).
+pub fn launch_dequantize(
+    function: &CudaFunction,
+    stream: &CudaStream,
+    q: u64,
+    scales: u64,
+    out: u64,
+    rows: usize,
+    k: usize,
+) -> crate::error::Result<()> {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    let threads = (rows * (k / 8)) as u64;
+    let config = LaunchConfig {
+        grid_dim: (threads.div_ceil(u64::from(DEQUANT_THREADS)) as u32, 1, 1),
+        block_dim: (DEQUANT_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (rows, k) = (rows as i32, k as i32);
+    let mut args = stream.launch_builder(function);
+    args.arg(&q).arg(&scales).arg(&out).arg(&rows).arg(&k);
+    // SAFETY: the signature is `mx_dequantize(const u8*, const u8*, bf16*, int, int)`; the buffers
+    // have the sizes `rows`×`k` (bytes, bf16) and the blocked layout's.
+    unsafe { args.launch(config) }
+        .map(|_| ())
+        .map_err(crate::error::Error::cuda("launching mx_dequantize"))
 }
