@@ -37,7 +37,8 @@ pub mod figure_banks;
 pub mod figure_sweep;
 pub mod include;
 pub mod quoted;
-pub mod svg;
+/// The figures' shared style, below the timeline's figure too; `book::svg` for the figures' `super::svg`.
+pub use crate::svg;
 
 use crate::error::{Error, Result};
 use crate::run::provenance::{self, Provenance, Source};

@@ -15,7 +15,6 @@
 //!
 //! Every time the book shows as a step's speed comes from the plain build: this one only explains.
 
-use crate::book::svg::{draw_error, write_if_changed, FONT, GRID_BOLD, INK};
 use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
 use crate::device::nvrtc::{self, Output};
@@ -24,6 +23,7 @@ use crate::run::registry::{Format, KernelFile, Step, Targets};
 use crate::run::results::{self, significant};
 use crate::run::session::Session;
 use crate::run::timing::{self, Contender};
+use crate::svg::{draw_error, write_if_changed, FONT, GRID_BOLD, INK};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use cudarc::driver::{CudaFunction, CudaModule, DevicePtr};
 use plotters::prelude::*;
@@ -436,7 +436,7 @@ pub fn trace_path(book_dir: &Path, step: u8, slug: &str) -> PathBuf {
 
 /// `book/src/figures/timeline-stepNN-<slug>.svg`.
 pub fn svg_path(book_dir: &Path, step: u8, slug: &str) -> PathBuf {
-    crate::book::svg::figures_dir(book_dir).join(format!("timeline-step{step:02}-{slug}.svg"))
+    crate::svg::figures_dir(book_dir).join(format!("timeline-step{step:02}-{slug}.svg"))
 }
 
 /// The summary stored in a trace file, if the file is there and holds one.
@@ -597,7 +597,7 @@ fn draw_gantt(
         .axis_desc_style((FONT, 15))
         .label_style((FONT, 13))
         .bold_line_style(RGBColor(235, 235, 235))
-        .light_line_style(crate::book::svg::TRANSPARENT)
+        .light_line_style(crate::svg::TRANSPARENT)
         .axis_style(INK)
         .draw()?;
     // Rows: light background for waiting, separators between SMs.

@@ -144,7 +144,7 @@ pub struct StepRecord {
     /// What explains the time: computed figures on every run, Nsight Compute's counters after
     /// `--profile` ([`crate::evidence`]). Absent in files from before it; written only when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::evidence::Profile>,
+    pub profile: Option<crate::run::profile::Profile>,
     /// An MXFP8 step (step 11) only: its extra baselines, timed in the same loop. For such a step
     /// `cublas_bf16` is cuBLAS bf16 on the exactly dequantized operands and `ratio_bf16` is to it.
     /// Written only when present, so other records read back unchanged.

@@ -583,10 +583,10 @@ impl Session {
             static_smem_bytes: kernel.static_smem_bytes,
             dynamic_smem_bytes: kernel.file.max_dynamic_smem,
             local_bytes: kernel.local_bytes,
-            profile: Some(crate::evidence::Profile {
-                source: crate::evidence::ProfileSource::Computed,
+            profile: Some(crate::run::profile::Profile {
+                source: crate::run::profile::ProfileSource::Computed,
                 note: None,
-                computed: crate::evidence::computed(&self.gpu, kernel.file, &kernel.function, self.shape),
+                computed: crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape),
                 ncu: None,
             }),
             mx,
