@@ -12,7 +12,7 @@ fn main() {
     println!("cargo:rustc-env=GEMM_LADDER_GIT_REVISION={revision}");
     // `--dirty` must describe the code compiled in, so the script also reruns when a source changes:
     // editing a kernel touches neither .git/HEAD nor .git/index, and a binary built after such an edit
-    // would otherwise call itself clean (`run::cli` refuses to record from a dirty build). The results
+    // would otherwise call itself clean (`cli` refuses to record from a dirty build). The results
     // and the book under book/ are left out on purpose: recording writes them.
     for source in ["shared", "steps", "Cargo.toml", "Cargo.lock", "build.rs"] {
         println!("cargo:rerun-if-changed={source}");

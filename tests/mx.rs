@@ -150,7 +150,7 @@ fn the_test_kernels_compile_and_assemble_for_every_gpu_they_claim() {
     if !common::nvrtc_or_skip("dequantize_kernel_compiles") {
         return;
     }
-    for file in [&mx::DEQUANT_KERNEL, &naive_kernel(false), &convert_kernel()] {
+    for file in [&session::mxfp8::DEQUANT_KERNEL, &naive_kernel(false), &convert_kernel()] {
         for &arch in file.targets.claimed_archs() {
             let ptx = nvrtc::compile(file, arch, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
             nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}"));
@@ -239,14 +239,14 @@ fn on_the_gpu_the_dequantize_kernel_is_exact() {
     use cudarc::driver::DevicePtr;
     let shape = Shape::new(300, 130, 544);
     let mx = MxInputs::from_inputs(&Inputs::generate(shape, 23));
-    let (function, _) = session::load_file(&gpu, &mx::DEQUANT_KERNEL).unwrap_or_else(|e| panic!("{e}"));
+    let (function, _) = session::load_file(&gpu, &session::mxfp8::DEQUANT_KERNEL).unwrap_or_else(|e| panic!("{e}"));
     let stream = &gpu.stream;
     let q = stream.clone_htod(&mx.a.elements).unwrap();
     let scales = stream.clone_htod(&mx.a_scales_blocked()).unwrap();
     let out = stream.alloc_zeros::<u16>(shape.m * shape.k).unwrap();
     let address = |s: &cudarc::driver::CudaSlice<u8>| s.device_ptr(stream).0;
     let out_address = out.device_ptr(stream).0;
-    mx::launch_dequantize(
+    session::mxfp8::launch_dequantize(
         &function,
         stream,
         address(&q),

@@ -24,13 +24,13 @@ const CHUNK_BYTES: u32 = 16;
 
 /// `book/src/figures/swizzle-banks.svg`.
 pub fn swizzle_banks_svg_path(book_dir: &Path) -> PathBuf {
-    crate::book::svg::figures_dir(book_dir).join("swizzle-banks.svg")
+    crate::svg::figures_dir(book_dir).join("swizzle-banks.svg")
 }
 
 /// Draws the figure into `out` (an SVG file), creating folders; a file that already holds exactly this
 /// figure is left untouched.
 pub fn render_swizzle_banks(out: &Path) -> Result<()> {
-    crate::book::svg::write_if_changed(out, &swizzle_banks_svg()?)
+    crate::svg::write_if_changed(out, &swizzle_banks_svg()?)
 }
 
 /// `groups[row][chunk]`: the bank group (`bank / 4`, 0..8) that the 16-byte chunk `chunk` of row `row`

@@ -5,13 +5,13 @@
 //! a byte-identical SVG, so the committed figure is checked against the committed results in the tests.
 //! Only records marked `sweep` are drawn; a file without any draws no sweep figure.
 
-use crate::book::svg::{
-    draw_error, figures_dir, write_if_changed, CUBLAS_BF16, FONT, GRID, GRID_BOLD, INK, SERIES, TRANSPARENT,
-};
 use crate::check::problem::Shape;
 use crate::error::Result;
 use crate::run::results::{significant, ResultsFile, StepRecord};
 use crate::run::sweep;
+use crate::svg::{
+    draw_error, figures_dir, write_if_changed, CUBLAS_BF16, FONT, GRID, GRID_BOLD, INK, SERIES, TRANSPARENT,
+};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -20,8 +20,6 @@
 
 use crate::check::problem::{Inputs, Shape};
 use crate::check::verify::{sample_positions, Reference, FULL_REFERENCE_MACS};
-use crate::run::registry::{GemmOperands, KernelFile, Targets};
-use cudarc::driver::{CudaFunction, CudaStream};
 use half::bf16;
 use rayon::prelude::*;
 
@@ -402,59 +400,6 @@ impl MxInputs {
     pub fn b_scales_blocked(&self) -> Vec<u8> {
         to_blocked(&self.b.scales, self.b.rows, self.b.blocks())
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The dequantize kernel (the "dequantize, then cuBLAS bf16" baseline)
-// ---------------------------------------------------------------------------------------------
-
-/// `shared/check/mx_dequant.cu`: e4m3 + blocked e8m0 → bf16, one pass over one operand. Not a GEMM: it is
-/// launched with [`launch_dequantize`], never through `launch`.
-pub const DEQUANT_KERNEL: KernelFile = KernelFile {
-    path: "shared/check/mx_dequant.cu",
-    source: include_str!("mx_dequant.cu"),
-    targets: Targets::AnyGpu,
-    entry: "mx_dequantize",
-    defines: &[],
-    max_dynamic_smem: 0,
-    launch: not_a_gemm,
-};
-
-fn not_a_gemm(_: &CudaFunction, _: &CudaStream, _: &GemmOperands) -> crate::error::Result<()> {
-    Err(crate::error::Error::Other(
-        "mx_dequantize is not a GEMM: launch it with mx::launch_dequantize".into(),
-    ))
-}
-
-/// Threads per block of the dequantize kernel; each converts 8 elements.
-const DEQUANT_THREADS: u32 = 256;
-
-/// Enqueues the dequantization of a `rows`×`k` MX operand (`q`: e4m3 bytes, `scales`: blocked e8m0)
-/// into `out` (`rows`×`k` bf16).
-pub fn launch_dequantize(
-    function: &CudaFunction,
-    stream: &CudaStream,
-    q: u64,
-    scales: u64,
-    out: u64,
-    rows: usize,
-    k: usize,
-) -> crate::error::Result<()> {
-    use cudarc::driver::{LaunchConfig, PushKernelArg};
-    let threads = (rows * (k / 8)) as u64;
-    let config = LaunchConfig {
-        grid_dim: (threads.div_ceil(u64::from(DEQUANT_THREADS)) as u32, 1, 1),
-        block_dim: (DEQUANT_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (rows, k) = (rows as i32, k as i32);
-    let mut args = stream.launch_builder(function);
-    args.arg(&q).arg(&scales).arg(&out).arg(&rows).arg(&k);
-    // SAFETY: the signature is `mx_dequantize(const u8*, const u8*, bf16*, int, int)`; the buffers
-    // have the sizes `rows`×`k` (bytes, bf16) and the blocked layout's.
-    unsafe { args.launch(config) }
-        .map(|_| ())
-        .map_err(crate::error::Error::cuda("launching mx_dequantize"))
 }
 
 fn splitmix(mut z: u64) -> u64 {

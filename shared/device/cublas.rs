@@ -5,9 +5,9 @@
 //! read column-major is already `Aᵀ`. Hence `gemm(T, N, n, m, k, B, A, C)`, the "TN" case cuBLAS
 //! serves best.
 
-use crate::check::problem::Shape;
 use crate::device::libs;
 use crate::error::{Error, Result};
+use crate::shape::Shape;
 use cudarc::cublas::sys::{self, cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaStream;

@@ -1,11 +1,12 @@
-//! The GPU: discovery, its facts for the results file, and waiting on it with a deadline.
+//! The GPU: discovery, its facts for the results file ([`DeviceInfo`]), and waiting on it with a
+//! deadline.
 
 use crate::device::libs;
 use crate::device::nvml::{self, Nvml};
 use crate::error::{Error, Result};
-use crate::run::results::DeviceInfo;
 use cudarc::driver::sys::{CUdevice_attribute as Attr, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
+use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,26 @@ pub fn hang_deadline() -> Duration {
             .and_then(|s| s.parse::<f64>().ok());
         Duration::from_secs_f64(seconds.filter(|s| *s > 0.0).unwrap_or(60.0))
     })
+}
+
+/// The GPU and software a results file was measured with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// As the driver names it: `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// `9.0`.
+    pub compute_capability: String,
+    pub sms: u32,
+    pub l2_bytes: u64,
+    pub memory_bytes: u64,
+    /// Maximum SM clock, when the driver reports it.
+    pub sm_clock_mhz: Option<u32>,
+    /// Maximum memory clock, when the driver reports it.
+    pub mem_clock_mhz: Option<u32>,
+    /// CUDA driver API version: `13.0`.
+    pub driver: String,
+    /// NVRTC version: `13.0`.
+    pub nvrtc: String,
 }
 
 pub struct Gpu {

@@ -6,7 +6,6 @@
 use crate::device::arch::Arch;
 use crate::device::libs;
 use crate::error::{Error, Result};
-use crate::run::registry::KernelFile;
 use cudarc::nvrtc::sys;
 use std::ffi::{c_char, c_int, CString};
 use std::path::Path;
@@ -27,6 +26,15 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("epilogue.cuh", include_str!("../cuda/epilogue.cuh")),
     ("timeline.cuh", include_str!("../cuda/timeline.cuh")),
 ];
+
+/// What NVRTC needs of a kernel file: the path its messages name, its text, and the compile-time
+/// constants passed as `-DNAME=value`. The step registry's `KernelFile` is one; the compiler asks for
+/// nothing more, so it does not depend on how steps are registered and launched.
+pub trait KernelSource {
+    fn path(&self) -> &str;
+    fn source(&self) -> &str;
+    fn defines(&self) -> &[(&'static str, u64)];
+}
 
 /// What to ask NVRTC for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,9 +67,9 @@ pub fn version() -> Result<(i32, i32)> {
 
 /// The `-D` options, in the order the step lists them. Small values stay plain decimals (so `BM` is an
 /// ordinary `int` in the kernel); 64-bit encodings are written as unsigned hex.
-fn define_options(kernel: &KernelFile) -> Vec<String> {
+fn define_options(kernel: &impl KernelSource) -> Vec<String> {
     let mut options: Vec<String> = kernel
-        .defines
+        .defines()
         .iter()
         .map(|(name, value)| match *value {
             v if v <= i32::MAX as u64 => format!("-D{name}={v}"),
@@ -91,7 +99,7 @@ pub fn experiment_defines() -> Vec<String> {
 }
 
 /// Compiles one kernel file for `arch`.
-pub fn compile(kernel: &KernelFile, arch: Arch, output: Output) -> Result<Compiled> {
+pub fn compile(kernel: &impl KernelSource, arch: Arch, output: Output) -> Result<Compiled> {
     libs::require_nvrtc()?;
     let target = match output {
         Output::Ptx => arch.compute(),
@@ -105,8 +113,8 @@ pub fn compile(kernel: &KernelFile, arch: Arch, output: Output) -> Result<Compil
     options.extend(define_options(kernel));
 
     let fail = |what: &str, code: sys::nvrtcResult| Error::Other(format!("NVRTC {what}: {code:?}"));
-    let source = CString::new(kernel.source).map_err(|_| Error::Other("NUL in kernel source".into()))?;
-    let name = CString::new(kernel.path).map_err(|_| Error::Other("NUL in kernel path".into()))?;
+    let source = CString::new(kernel.source()).map_err(|_| Error::Other("NUL in kernel source".into()))?;
+    let name = CString::new(kernel.path()).map_err(|_| Error::Other("NUL in kernel path".into()))?;
     let header_sources: Vec<CString> = HEADERS
         .iter()
         .map(|(_, text)| CString::new(*text).expect("header text has no NUL"))
@@ -145,7 +153,7 @@ pub fn compile(kernel: &KernelFile, arch: Arch, output: Output) -> Result<Compil
         unsafe { program_output(program, output) }.map(|bytes| Compiled { arch, bytes, log })
     } else {
         Err(Error::Compile {
-            file: kernel.path.to_string(),
+            file: kernel.path().to_string(),
             arch: target.clone(),
             log,
         })

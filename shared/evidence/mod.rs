@@ -11,96 +11,23 @@
 //!
 //! Counter names change between Nsight Compute versions and GPU families; [`QUANTITIES`] is the one
 //! table that maps what the book shows to the names ncu may use for it, in order of preference.
+//!
+//! The record's side (the `profile` types and the computed figures) is [`crate::run::profile`],
+//! re-exported here: a run writes it, and this layer, standing on `run`, fills in the counters.
 
 pub mod timeline;
 
 use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
-use crate::run::registry::KernelFile;
+pub use crate::run::profile::{
+    block_threads, computed, computed_for_shape, Computed, NcuCounters, Profile, ProfileSource, Stall,
+};
 use crate::run::results::StepRecord;
-use cudarc::driver::sys::CUdevice_attribute_enum as DevAttr;
-use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
-use cudarc::driver::CudaFunction;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
-
-/// Where a record's evidence came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProfileSource {
-    /// Nsight Compute's counters (and the computed figures).
-    Ncu,
-    /// Only what the program computes itself.
-    Computed,
-}
-
-/// The `profile` object of a record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Profile {
-    pub source: ProfileSource,
-    /// Why there are no counters, when `source` is `computed` after a `--profile` that found no
-    /// usable ncu (`ncu not found`, `ncu failed: …`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    pub computed: Computed,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ncu: Option<NcuCounters>,
-}
-
-/// What the program knows about a run without a profiler.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Computed {
-    /// `2·M·N·K`.
-    pub flops: f64,
-    /// Bytes of A, B (read once) and C (written once): the least any GEMM must move to and from DRAM.
-    pub bytes_a: u64,
-    pub bytes_b: u64,
-    pub bytes_c: u64,
-    /// Threads per block, when the program can tell (see [`block_threads`]).
-    pub block_threads: Option<u32>,
-    /// Blocks one SM can hold, from the occupancy calculator.
-    pub blocks_per_sm: Option<u32>,
-    /// Resident warps over the SM's maximum, 0 to 1, from the occupancy calculator.
-    pub theoretical_occupancy: Option<f64>,
-}
-
-impl Computed {
-    /// `bytes_a + bytes_b + bytes_c`.
-    pub fn compulsory_bytes(&self) -> u64 {
-        self.bytes_a + self.bytes_b + self.bytes_c
-    }
-}
-
-/// The counters Nsight Compute measured for one launch of the step's kernel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NcuCounters {
-    /// `ncu --version`'s last line: `Version 2025.3.1.0 (build …)`.
-    pub tool: String,
-    /// Quantity key ([`QUANTITIES`]) → value, in base units (bytes, counts, percent, ns, Hz).
-    pub values: BTreeMap<String, f64>,
-    /// Quantity key → the ncu metric it was read from.
-    pub metrics: BTreeMap<String, String>,
-    /// The largest stall reasons, most first: warps stalled per issued instruction.
-    pub stalls: Vec<Stall>,
-}
-
-impl NcuCounters {
-    pub fn get(&self, key: &str) -> Option<f64> {
-        self.values.get(key).copied()
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stall {
-    /// `long_scoreboard`, `barrier`, `math_pipe_throttle`, ...
-    pub reason: String,
-    /// Warps stalled for this reason per issued instruction (ncu's `…_per_issue_active.ratio`).
-    pub per_issue: f64,
-}
 
 /// How a quantity is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,71 +176,6 @@ const TOP_STALLS: usize = 5;
 
 pub fn quantity(key: &str) -> Option<&'static Quantity> {
     QUANTITIES.iter().find(|q| q.key == key)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Computed evidence
-
-/// Threads per block of a kernel file, as far as the program can tell without seeing the launch: the
-/// `THREADS` define; else, for a kernel with `__launch_bounds__`, the function's maximum threads per
-/// block (which the bounds set); else a 2D block of `BN × BM` threads (steps 01 and 02).
-pub fn block_threads(file: &KernelFile, max_threads_attribute: Option<u32>) -> Option<u32> {
-    let define = |name: &str| file.defines.iter().find(|(n, _)| *n == name).map(|(_, v)| *v as u32);
-    if let Some(threads) = define("THREADS") {
-        return Some(threads);
-    }
-    if file.source.contains("__launch_bounds__(") {
-        if let Some(threads) = max_threads_attribute {
-            return Some(threads);
-        }
-    }
-    match (define("BM"), define("BN")) {
-        (Some(bm), Some(bn)) if bm * bn <= 1024 => Some(bm * bn),
-        _ => None,
-    }
-}
-
-/// The figures of [`Computed`] that depend only on the shape.
-pub fn computed_for_shape(shape: Shape) -> Computed {
-    let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
-    Computed {
-        flops: shape.flops(),
-        bytes_a: 2 * m * k,
-        bytes_b: 2 * n * k,
-        bytes_c: 2 * m * n,
-        block_threads: None,
-        blocks_per_sm: None,
-        theoretical_occupancy: None,
-    }
-}
-
-/// Everything [`Computed`] holds, for a loaded function (needs the GPU for the occupancy calculator).
-pub fn computed(gpu: &Gpu, file: &KernelFile, function: &CudaFunction, shape: Shape) -> Computed {
-    let mut out = computed_for_shape(shape);
-    let max_threads = function
-        .get_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-        .ok()
-        .map(|v| v as u32);
-    out.block_threads = block_threads(file, max_threads);
-    let Some(threads) = out.block_threads else {
-        return out;
-    };
-    let Ok(blocks) =
-        function.occupancy_max_active_blocks_per_multiprocessor(threads, file.max_dynamic_smem as usize, None)
-    else {
-        return out;
-    };
-    out.blocks_per_sm = Some(blocks);
-    if let Ok(max) = gpu
-        .ctx
-        .attribute(DevAttr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
-    {
-        if max > 0 {
-            let warps = blocks as f64 * threads.div_ceil(32) as f64;
-            out.theoretical_occupancy = Some((warps / (max as f64 / 32.0)).min(1.0));
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -799,25 +661,6 @@ mod tests {
         };
         assert_eq!(ChildRequest::decode(&r.encode()), Some(r));
         assert_eq!(ChildRequest::decode("8:1:2"), None);
-    }
-
-    #[test]
-    fn block_threads_from_defines_bounds_or_2d_blocks() {
-        for step in crate::run::steps::ALL {
-            for file in step.kernels {
-                let threads = block_threads(file, Some(384));
-                assert!(threads.is_some(), "{}", file.path);
-            }
-        }
-        let step01 = crate::run::steps::get(1).unwrap();
-        let bm_bn: u32 = ["BM", "BN"]
-            .iter()
-            .map(|n| step01.kernels[0].defines.iter().find(|(d, _)| d == n).unwrap().1 as u32)
-            .product();
-        assert_eq!(block_threads(&step01.kernels[0], Some(1024)), Some(bm_bn));
-        let c = computed_for_shape(Shape::new(4096, 2048, 1024));
-        assert_eq!((c.bytes_a, c.bytes_b, c.bytes_c), (8 << 20, 4 << 20, 16 << 20));
-        assert_eq!(c.compulsory_bytes(), 28 << 20);
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Running a step: the registry of steps and their launches, the session that compiles, verifies and
-//! times them, the command line, the size sweep, the printed report, the results file and
-//! the provenance of its records (which kernel source each was measured on).
+//! times them, the size sweep, the printed report, the results file with each record's profile, and
+//! the provenance of its records (which kernel source each was measured on). The command lines that
+//! drive all this are [`crate::cli`], a layer above.
 
-pub mod cli;
 pub mod edit;
 pub mod exercise;
 pub mod loader;
+pub mod profile;
 pub mod provenance;
 pub mod registry;
 pub mod report;

@@ -156,6 +156,18 @@ pub struct KernelFile {
     pub launch: LaunchFn,
 }
 
+impl crate::device::nvrtc::KernelSource for KernelFile {
+    fn path(&self) -> &str {
+        self.path
+    }
+    fn source(&self) -> &str {
+        self.source
+    }
+    fn defines(&self) -> &[(&'static str, u64)] {
+        self.defines
+    }
+}
+
 /// Another design of a step's kernel, kept beside the step's own to be measured against it: every run
 /// of the step verifies it with the step's checks (against the step's own kernel among them) and times
 /// it in the step's alternating loop, and the record keeps what it measured

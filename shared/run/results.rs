@@ -6,31 +6,14 @@
 
 use crate::check::problem::Shape;
 use crate::check::verify::Check;
+pub use crate::device::gpu::DeviceInfo;
 use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The GPU and software a results file was measured with.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeviceInfo {
-    /// As the driver names it: `NVIDIA H100 80GB HBM3`.
-    pub name: String,
-    /// `9.0`.
-    pub compute_capability: String,
-    pub sms: u32,
-    pub l2_bytes: u64,
-    pub memory_bytes: u64,
-    /// Maximum SM clock, when the driver reports it.
-    pub sm_clock_mhz: Option<u32>,
-    /// Maximum memory clock, when the driver reports it.
-    pub mem_clock_mhz: Option<u32>,
-    /// CUDA driver API version: `13.0`.
-    pub driver: String,
-    /// NVRTC version: `13.0`.
-    pub nvrtc: String,
-}
+mod date;
+pub use date::{rfc3339_from_unix, utc_now_rfc3339};
 
 /// How long one GEMM took, over `runs` timed launches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -163,7 +146,7 @@ pub struct StepRecord {
     /// What explains the time: computed figures on every run, Nsight Compute's counters after
     /// `--profile` ([`crate::evidence`]). Absent in files from before it; written only when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::evidence::Profile>,
+    pub profile: Option<crate::run::profile::Profile>,
     /// An MXFP8 step (step 11) only: its extra baselines, timed in the same loop. For such a step
     /// `cublas_bf16` is cuBLAS bf16 on the exactly dequantized operands and `ratio_bf16` is to it.
     /// Written only when present, so other records read back unchanged.
@@ -400,61 +383,6 @@ pub fn write_file_atomically(path: &Path, text: &str) -> Result<()> {
     })
 }
 
-/// The current time, UTC, as RFC 3339 with whole seconds: `2025-11-21T04:26:07Z`.
-pub fn utc_now_rfc3339() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    rfc3339_from_unix(secs as i64)
-}
-
-/// Seconds since 1970-01-01T00:00:00Z → RFC 3339 (proleptic Gregorian calendar, UTC).
-pub fn rfc3339_from_unix(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let in_day = secs.rem_euclid(86_400);
-    let (year, month, day) = civil_date(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        in_day / 3600,
-        in_day % 3600 / 60,
-        in_day % 60
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day), by walking whole years and then months.
-/// A timestamp is a few decades from 1970, so the walk is short.
-fn civil_date(days_since_epoch: i64) -> (i64, u32, u32) {
-    fn is_leap(year: i64) -> bool {
-        (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-    }
-    fn year_days(year: i64) -> i64 {
-        if is_leap(year) {
-            366
-        } else {
-            365
-        }
-    }
-    let mut year = 1970;
-    let mut day = days_since_epoch;
-    while day < 0 {
-        year -= 1;
-        day += year_days(year);
-    }
-    while day >= year_days(year) {
-        day -= year_days(year);
-        year += 1;
-    }
-    let february = if is_leap(year) { 29 } else { 28 };
-    let lengths = [31, february, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    let mut month = 0;
-    while day >= lengths[month] {
-        day -= lengths[month];
-        month += 1;
-    }
-    (year, month as u32 + 1, day as u32 + 1)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -556,34 +484,6 @@ pub(crate) mod tests {
         );
         assert_eq!(slug("NVIDIA H100 PCIe/MIG 1g.10gb"), "nvidia-h100-pcie-mig-1g-10gb");
         assert_eq!(slug("???"), "unknown-gpu");
-    }
-
-    #[test]
-    fn dates_of_known_timestamps() {
-        assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339_from_unix(951_868_799), "2000-02-29T23:59:59Z");
-        assert_eq!(rfc3339_from_unix(1_234_567_890), "2009-02-13T23:31:30Z");
-        assert_eq!(rfc3339_from_unix(1_709_251_199), "2024-02-29T23:59:59Z");
-        assert_eq!(rfc3339_from_unix(1_735_689_599), "2024-12-31T23:59:59Z");
-        assert_eq!(rfc3339_from_unix(4_107_542_400), "2100-03-01T00:00:00Z");
-        assert_eq!(rfc3339_from_unix(-1), "1969-12-31T23:59:59Z");
-        let now = utc_now_rfc3339();
-        assert_eq!(now.len(), 20, "{now}");
-        assert!(now.starts_with("20") && now.ends_with('Z'), "{now}");
-    }
-
-    #[test]
-    fn every_day_of_four_centuries_follows_the_previous() {
-        let mut prev = civil_date(-1);
-        for day in 0..146_097 {
-            let (y, m, d) = civil_date(day);
-            let (py, pm, pd) = prev;
-            let next_day = (y, m, d) == (py, pm, pd + 1);
-            let next_month = d == 1 && ((y, m) == (py, pm + 1) || (y, m, pm) == (py + 1, 1, 12));
-            assert!(next_day || next_month, "{prev:?} then {:?}", (y, m, d));
-            prev = (y, m, d);
-        }
     }
 
     #[test]

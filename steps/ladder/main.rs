@@ -2,5 +2,5 @@
 //! Without a GPU it says so and builds the book from the recorded results.
 
 fn main() -> std::process::ExitCode {
-    gemm_ladder::error::exit_with(gemm_ladder::run::cli::ladder_main())
+    gemm_ladder::error::exit_with(gemm_ladder::cli::ladder_main())
 }

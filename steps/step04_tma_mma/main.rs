@@ -2,5 +2,5 @@
 //! 03 and cuBLAS, time it, and record the result. What it launches and how is in `step.rs`.
 
 fn main() -> std::process::ExitCode {
-    gemm_ladder::error::exit_with(gemm_ladder::run::cli::step_main(4))
+    gemm_ladder::error::exit_with(gemm_ladder::cli::step_main(4))
 }

@@ -2,5 +2,5 @@
 //! 09 and cuBLAS, time it, and record the result. What it launches and how is in `step.rs`.
 
 fn main() -> std::process::ExitCode {
-    gemm_ladder::error::exit_with(gemm_ladder::run::cli::step_main(10))
+    gemm_ladder::error::exit_with(gemm_ladder::cli::step_main(10))
 }

@@ -1,5 +1,6 @@
-//! What every figure of the book shares: where figures live, how they are written (only when they
-//! change), and the drawing style (font, ink, grid, one colour per series, cuBLAS's colour).
+//! What every figure shares, the book's and the timeline's ([`crate::evidence::timeline`]): where
+//! figures live, how they are written (only when they change), and the drawing style (font, ink, grid,
+//! one colour per series, cuBLAS's colour).
 
 use crate::error::{Error, Result};
 use plotters::prelude::*;

@@ -1,0 +1,557 @@
+//! The tables the `ladder-results` pass puts in place of its directives: the ladder (all records or one
+//! step's, with its checks), the size sweep, an MXFP8 step's baselines, and a step's alternatives.
+
+use super::cells::*;
+use super::{sweep_hint, RECORD_HINT};
+use crate::run::provenance;
+use crate::run::results::{significant, ResultsFile, StepRecord};
+use std::fmt::Write as _;
+
+/// The results table as Markdown: every record of every file (`step = None`), or one step's records
+/// followed by its verification checks. Sweep records are left out: [`sweep_table`] shows them.
+pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
+    let shown = |r: &StepRecord| !r.sweep && step.is_none_or(|s| r.step == s);
+    let rows: Vec<(&ResultsFile, &StepRecord)> = files
+        .iter()
+        .flat_map(|f| f.records.iter().map(move |r| (f, r)))
+        .filter(|(_, r)| shown(r))
+        .collect();
+    if rows.is_empty() {
+        return match step {
+            None => format!("Nothing has been recorded on a GPU yet: {RECORD_HINT} records it here.\n"),
+            Some(s) => format!(
+                "Step {s:02} has not been recorded on a GPU yet: `cargo run --release --bin step{s:02}` on a machine with an NVIDIA GPU records it here.\n"
+            ),
+        };
+    }
+
+    let mut header = vec!["GPU"];
+    if step.is_none() {
+        header.push("step");
+    }
+    header.extend([
+        "shape",
+        "arch",
+        "median ms",
+        "TFLOPS",
+        "× cuBLAS bf16",
+        "× cuBLAS SGEMM",
+        "rel. error vs previous",
+        "rel. error vs cuBLAS",
+        "registers",
+        "shared memory",
+    ]);
+    let numeric_from = header.iter().position(|h| *h == "median ms").unwrap_or(header.len());
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let align: Vec<&str> = (0..header.len())
+        .map(|i| if i >= numeric_from { "---:" } else { ":---" })
+        .collect();
+    let _ = writeln!(out, "|{}|", align.join("|"));
+    let mut marks = Marks::default();
+    for (file, r) in &rows {
+        let mut cells = vec![file.device.name.clone()];
+        if step.is_none() {
+            cells.push(r.label());
+        }
+        cells.extend([
+            marks.on(shape_text(r), provenance::of_record(r)),
+            r.arch.clone(),
+            significant(r.time.median_ms, 3),
+            significant(r.time.tflops, 3),
+            ratio_text(Some(r.ratio_bf16)),
+            ratio_text(r.ratio_sgemm),
+            check_text(r, false),
+            check_text(r, true),
+            registers_text(r),
+            smem_text(r),
+        ]);
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out.push('\n');
+    out.push_str(&marks.note());
+    out.push_str(
+        "× cuBLAS is this kernel's TFLOPS over cuBLAS's, timed in the same process on the same inputs \
+         (1 = as fast); from the alternating records on, in one loop that launched the kernel and cuBLAS \
+         in turn, so that both ran at the same clocks. A relative error is ‖C − C_ref‖_F / ‖C_ref‖_F, \
+         against the reference in brackets.\n\n",
+    );
+    for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
+        let _ = writeln!(out, "{}\n", device_text(file, shown));
+    }
+    if let Some(s) = step {
+        let _ = writeln!(out, "Timing of every recorded run of step {s:02}:\n");
+        for (file, r) in &rows {
+            let _ = writeln!(out, "- {}, {}: {}", file.device.name, shape_text(r), timing_text(r));
+        }
+        out.push('\n');
+        let _ = writeln!(out, "Verification of every recorded run of step {s:02}:\n");
+        for (file, r) in &rows {
+            for c in &r.checks {
+                let verdict = if c.passed {
+                    "passed".to_string()
+                } else {
+                    format!(
+                        "**failed**{}",
+                        c.first_failure.as_ref().map(|f| format!(" ({f})")).unwrap_or_default()
+                    )
+                };
+                let _ = writeln!(
+                    out,
+                    "- {}, {}, seed {}, against {}: relative Frobenius error {} (bound {}), max |error| {} (elementwise bound `{}`) over {} elements: {verdict}.",
+                    file.device.name,
+                    shape_text(r),
+                    r.seed,
+                    c.against,
+                    error_text(c.rel_fro, 2),
+                    error_text(c.rel_fro_bound, 1),
+                    significant(c.max_abs, 3),
+                    c.elementwise_bound.replace('`', "'"),
+                    c.compared,
+                );
+            }
+        }
+        let _ = writeln!(out, "\nTo repeat a run exactly: `{}`.", rerun_command(rows[0].1));
+    }
+    out
+}
+
+/// The size sweep as Markdown: one row per sweep record, by GPU, then step, then shape in the sweep's
+/// order; then what the ratio means, the devices, and how to repeat each sweep.
+pub fn sweep_table(files: &[ResultsFile]) -> String {
+    let mut rows: Vec<(&ResultsFile, &StepRecord)> = Vec::new();
+    for file in files {
+        let mut swept: Vec<&StepRecord> = file.records.iter().filter(|r| r.sweep).collect();
+        let order = crate::run::sweep::axis_order(swept.iter().map(|r| r.shape));
+        swept.sort_by_key(|r| (r.step, order.iter().position(|s| *s == r.shape)));
+        rows.extend(swept.into_iter().map(|r| (file, r)));
+    }
+    if rows.is_empty() {
+        return format!(
+            "No size sweep has been recorded yet: {} records one here.\n",
+            sweep_hint()
+        );
+    }
+    let header = [
+        "GPU",
+        "step",
+        "shape",
+        "median ms",
+        "TFLOPS",
+        "cuBLAS bf16 TFLOPS",
+        "× cuBLAS bf16",
+        "SM clock, MHz",
+        "rel. error vs previous",
+        "rel. error vs cuBLAS",
+    ];
+    let mut out = String::new();
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let align: Vec<&str> = (0..header.len())
+        .map(|i| if i >= 3 { "---:" } else { ":---" })
+        .collect();
+    let _ = writeln!(out, "|{}|", align.join("|"));
+    let mut marks = Marks::default();
+    for (file, r) in &rows {
+        let cells = [
+            file.device.name.clone(),
+            r.label(),
+            marks.on(shape_text(r), provenance::of_record(r)),
+            significant(r.time.median_ms, 3),
+            significant(r.time.tflops, 3),
+            significant(r.cublas_bf16.tflops, 3),
+            ratio_text(Some(r.ratio_bf16)),
+            r.clocks
+                .as_ref()
+                .map_or_else(|| "—".into(), |c| c.sm_mhz_median.to_string()),
+            check_text(r, false),
+            check_text(r, true),
+        ];
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out.push('\n');
+    out.push_str(&marks.note());
+    out.push_str(
+        "At every shape the step was first verified, against the previous step and against cuBLAS bf16 on the \
+         same inputs, then timed in one loop with cuBLAS bf16, the two launched in turn; × cuBLAS is the ratio \
+         of the two medians from that loop (above 1: the step is faster). The SM clock is NVML's median while \
+         that loop ran.\n\n",
+    );
+    for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
+        let _ = writeln!(out, "{}\n", device_text(file, |r| r.sweep));
+    }
+    let mut repeat = Vec::new();
+    for (file, r) in &rows {
+        let same_step: Vec<u64> = rows
+            .iter()
+            .filter(|(g, q)| std::ptr::eq(*g, *file) && q.step == r.step)
+            .map(|(_, q)| q.seed)
+            .collect();
+        let seed = if same_step.iter().all(|s| *s == same_step[0]) {
+            format!(" --seed {}", same_step[0])
+        } else {
+            String::new()
+        };
+        let line = format!(
+            "- {}, {}: `cargo run --release --bin {} -- --sweep{seed}`",
+            file.device.name,
+            r.label(),
+            r.step_id()
+        );
+        if !repeat.contains(&line) {
+            repeat.push(line);
+        }
+    }
+    let _ = writeln!(out, "To repeat a sweep:\n\n{}", repeat.join("\n"));
+    out
+}
+
+/// An MXFP8 step's baselines as Markdown: per (plain) record, the step's kernel and what it is measured
+/// against in the same alternating loop: cuBLAS bf16 on the exactly dequantized operands, "dequantize,
+/// then cuBLAS bf16" (both operands), and cuBLASLt fp8 with one scale per tensor (the fp8 ceiling).
+pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
+    let rows: Vec<(&ResultsFile, &StepRecord)> = files
+        .iter()
+        .flat_map(|f| f.records.iter().map(move |r| (f, r)))
+        .filter(|(_, r)| !r.sweep && r.step == step && r.mx.is_some())
+        .collect();
+    if rows.is_empty() {
+        return format!(
+            "No MXFP8 baseline of step {step:02} has been recorded on a GPU yet: `cargo run --release --bin step{step:02}` on a machine with an NVIDIA GPU times them with the step and records them here.\n"
+        );
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| GPU | shape | the step's kernel | cuBLAS bf16, dequantized operands | dequantize, then cuBLAS bf16 | cuBLASLt fp8, one scale per tensor |"
+    );
+    let _ = writeln!(out, "|:---|:---|---:|---:|---:|---:|");
+    let cell = |t: &crate::run::results::Timing, ratio: f64| {
+        format!(
+            "{} ms, {} TFLOPS (step × {})",
+            significant(t.median_ms, 3),
+            significant(t.tflops, 3),
+            significant(ratio, 3)
+        )
+    };
+    let mut marks = Marks::default();
+    for (file, r) in &rows {
+        let mx = r.mx.as_ref().expect("filtered above");
+        let fp8 = match (&mx.cublaslt_fp8_tensorwise, mx.ratio_cublaslt_fp8_tensorwise) {
+            (Some(t), Some(ratio)) => cell(t, ratio),
+            _ => format!(
+                "not run: {}",
+                mx.cublaslt_fp8_unavailable.as_deref().unwrap_or("no timing")
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} ms, {} TFLOPS | {} | {} | {fp8} |",
+            file.device.name,
+            marks.on(shape_text(r), provenance::of_record(r)),
+            significant(r.time.median_ms, 3),
+            significant(r.time.tflops, 3),
+            cell(&r.cublas_bf16, r.ratio_bf16),
+            cell(&mx.dequantize_then_cublas_bf16, mx.ratio_dequantize_then_cublas_bf16),
+        );
+    }
+    out.push('\n');
+    out.push_str(&marks.note());
+    out.push_str(
+        "All four were timed in one alternating loop (the step's table gives the clocks), on the same \
+         inputs; \"step ×\" is the step's speed over the baseline's, above 1 where the step is faster. The \
+         dequantize kernel is the step's own conversion (shared/check/mx_dequant.cu), run on A and on B; \
+         cuBLASLt fp8 computes the product of the e4m3 bytes without their block scales: a ceiling, not \
+         the same product.\n",
+    );
+    out
+}
+
+/// A step's alternative designs as Markdown: one row per alternative per (plain) record of the step,
+/// beside the step's own kernel from the same alternating loop, then their verification.
+pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
+    let rows: Vec<(&ResultsFile, &StepRecord)> = files
+        .iter()
+        .flat_map(|f| f.records.iter().map(move |r| (f, r)))
+        .filter(|(_, r)| !r.sweep && r.step == step && !r.alternatives.is_empty())
+        .collect();
+    if rows.is_empty() {
+        return format!(
+            "No alternative design of step {step:02} has been recorded on a GPU yet: `cargo run --release --bin step{step:02}` on a machine with an NVIDIA GPU times them with the step and records them here.\n"
+        );
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| GPU | shape | design | TFLOPS | × cuBLAS bf16 | the step's kernel, TFLOPS | × the step's kernel | registers | shared memory |"
+    );
+    let _ = writeln!(out, "|:---|:---|:---|---:|---:|---:|---:|---:|---:|");
+    let mut marks = Marks::default();
+    for (file, r) in &rows {
+        for a in &r.alternatives {
+            let registers = match (a.registers, a.local_bytes) {
+                (None, _) => "—".to_string(),
+                (Some(n), Some(local)) if local > 0 => format!("{n} (+{local} B local)"),
+                (Some(n), _) => n.to_string(),
+            };
+            // The alternative's own source decides its mark; the step's kernel (its ratio column)
+            // is marked in the step's table.
+            let design = format!("{} (`{}`)", a.name, a.kernel.rsplit('/').next().unwrap_or(&a.kernel));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {registers} | {} |",
+                file.device.name,
+                shape_text(r),
+                marks.on(design, provenance::of_alternative(r, a)),
+                significant(a.time.tflops, 3),
+                significant(a.ratio_bf16, 3),
+                significant(r.time.tflops, 3),
+                significant(a.ratio_step, 3),
+                bytes_text(a.dynamic_smem_bytes as u64),
+            );
+        }
+    }
+    out.push('\n');
+    out.push_str(&marks.note());
+    out.push_str(
+        "Each alternative was timed in its step's alternating loop, with the step's own kernel and cuBLAS \
+         (the step's table above gives their times and clocks), so all three ratios compare kernels that \
+         ran at the same clocks.\n\n",
+    );
+    let _ = writeln!(out, "Verification of every recorded alternative of step {step:02}:\n");
+    for (file, r) in &rows {
+        for a in &r.alternatives {
+            let checks: Vec<String> = a
+                .checks
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} {} (bound {}){}",
+                        c.against,
+                        error_text(c.rel_fro, 2),
+                        error_text(c.rel_fro_bound, 1),
+                        if c.passed { "" } else { " **failed**" }
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "- {}, {}, seed {}, {}: relative Frobenius error against {}.",
+                file.device.name,
+                shape_text(r),
+                r.seed,
+                a.name,
+                checks.join("; ")
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::tests::{file, promote_kernel};
+    use crate::book::LadderResults;
+    use crate::run::provenance::Source;
+    use crate::run::results::tests::{device, record_of};
+    use std::path::Path;
+
+    /// A row is marked for what it was measured on (another source, an unknown one, a dirty build),
+    /// and the marks used are explained once, under the table; a record of the code shown is not.
+    #[test]
+    fn rows_measured_on_other_code_are_marked_and_explained_once() {
+        let matching = record_of(1, "naive", 4096, 100.0);
+        assert_eq!(provenance::of_record(&matching).source, Source::Matches);
+        let mut changed = record_of(2, "smem_tiling", 4096, 30.0);
+        changed.source_hash = Some("fnv1a64:0123456789abcdef".into());
+        let mut unhashed = record_of(3, "register_tiling", 4096, 4.0);
+        unhashed.source_hash = None;
+        let mut dirty = record_of(2, "smem_tiling", 8192, 240.0);
+        dirty.git = "abc1234-dirty".into();
+        let mut both = record_of(3, "register_tiling", 8192, 32.0);
+        both.source_hash = Some("fnv1a64:0123456789abcdef".into());
+        both.git = "abc1234-dirty".into();
+        let file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![matching.clone(), changed, unhashed, dirty, both],
+        };
+
+        let all = table(std::slice::from_ref(&file), None);
+        let row = |label: &str, shape: &str| {
+            all.lines()
+                .find(|l| l.contains(label) && l.contains(shape))
+                .unwrap_or_else(|| panic!("{label} {shape}: {all}"))
+                .to_string()
+        };
+        assert!(
+            row("01 naive", "4096³").contains("| 01 naive | 4096³ | sm_90 |"),
+            "{all}"
+        );
+        assert!(row("02 smem_tiling", "4096³").contains("| 4096³ † |"), "{all}");
+        assert!(row("03 register_tiling", "4096³").contains("| 4096³ ° |"), "{all}");
+        assert!(row("02 smem_tiling", "8192³").contains("| 8192³ ‡ |"), "{all}");
+        assert!(row("03 register_tiling", "8192³").contains("| 8192³ †‡ |"), "{all}");
+        // One line under the table, each mark explained once.
+        let note: Vec<&str> = all
+            .lines()
+            .filter(|l| l.starts_with("† measured on a different"))
+            .collect();
+        assert_eq!(note.len(), 1, "{all}");
+        assert!(
+            note[0].contains("; ° recorded before records carried a hash")
+                && note[0].contains("; ‡ built from a tree with uncommitted changes"),
+            "{}",
+            note[0]
+        );
+        assert_eq!(all.matches("kernel source").count(), 2, "{all}");
+
+        // A table of clean records has neither marks nor the note.
+        let clean = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![matching],
+        };
+        let text = table(std::slice::from_ref(&clean), Some(1));
+        assert!(
+            !text.contains(['†', '°', '‡']) && !text.contains("kernel source"),
+            "{text}"
+        );
+
+        // The evidence columns carry the same marks.
+        let mut profiled = file.clone();
+        for r in &mut profiled.records {
+            r.profile = Some(crate::evidence::Profile {
+                source: crate::evidence::ProfileSource::Computed,
+                note: None,
+                computed: crate::evidence::computed_for_shape(r.shape),
+                ncu: None,
+            });
+        }
+        profiled.records.retain(|r| r.shape.m == 4096);
+        let evidence = crate::book::evidence::evidence_table(&[profiled], 3);
+        assert!(
+            evidence.contains("| | 02 smem_tiling † | 03 register_tiling ° |") && evidence.contains("† measured on"),
+            "{evidence}"
+        );
+    }
+
+    /// An alternative is marked by its own source, found by name.
+    #[test]
+    fn alternatives_are_marked_by_their_own_source() {
+        let mut mx = record_of(11, "mxfp8", 4096, 0.35);
+        let alternative = |hash: Option<String>| crate::run::results::AlternativeRecord {
+            name: "promote".into(),
+            design: "design (a)".into(),
+            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            source_hash: hash,
+            time: mx.time.clone(),
+            ratio_bf16: 0.227,
+            ratio_step: 0.464,
+            checks: Vec::new(),
+            registers: Some(168),
+            dynamic_smem_bytes: 218 * 1024,
+            local_bytes: Some(0),
+        };
+        mx.alternatives = vec![
+            alternative(Some(provenance::source_hash(promote_kernel()))),
+            alternative(Some("fnv1a64:0123456789abcdef".into())),
+            alternative(None),
+        ];
+        let text = alternatives_table(
+            &[ResultsFile {
+                device: device("NVIDIA H200"),
+                records: vec![mx],
+            }],
+            11,
+        );
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("| promote")).collect();
+        assert!(rows[0].contains("| promote (`sm90_promote.cu`) | "), "{text}");
+        assert!(rows[1].contains("| promote (`sm90_promote.cu`) † | "), "{text}");
+        assert!(rows[2].contains("| promote (`sm90_promote.cu`) ° | "), "{text}");
+        assert!(text.contains("† measured on a different kernel source") && text.contains("° recorded before"));
+    }
+
+    #[test]
+    fn mx_baselines_show_for_the_mx_step_and_say_when_there_are_none() {
+        let pass = LadderResults::new(vec![file()]);
+        let none = pass.expand("{{#ladder-mx step11}}", Path::new("x.md")).unwrap();
+        assert!(none.contains("No MXFP8 baseline of step 11"), "{none}");
+        let mut mx = record_of(11, "mxfp8", 4096, 0.83);
+        let mut slower = mx.time.clone();
+        slower.tflops = 600.0;
+        mx.mx = Some(crate::run::results::MxBaselines {
+            quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
+            dequantize_then_cublas_bf16: slower,
+            ratio_dequantize_then_cublas_bf16: 1.127,
+            cublaslt_fp8_tensorwise: None,
+            ratio_cublaslt_fp8_tensorwise: None,
+            cublaslt_fp8_output: "fp32".into(),
+            cublaslt_fp8_unavailable: Some("CUBLAS_STATUS_NOT_SUPPORTED".into()),
+        });
+        let mut with = file();
+        with.records.push(mx);
+        let table = LadderResults::new(vec![with])
+            .expand("{{#ladder-mx step11}}", Path::new("x.md"))
+            .unwrap();
+        assert!(table.contains("600 TFLOPS (step × 1.13)"), "{table}");
+        assert!(table.contains("not run: CUBLAS_STATUS_NOT_SUPPORTED"), "{table}");
+        assert!(!table.contains("No MXFP8 baseline"), "{table}");
+    }
+
+    #[test]
+    fn alternatives_show_beside_their_step_and_say_when_there_are_none() {
+        let pass = LadderResults::new(vec![file()]);
+        let none = pass
+            .expand("{{#ladder-alternatives step11}}", Path::new("x.md"))
+            .unwrap();
+        assert!(none.contains("No alternative design of step 11"), "{none}");
+        let mut mx = record_of(11, "mxfp8", 4096, 0.35);
+        let mut time = mx.time.clone();
+        time.tflops = 182.0;
+        mx.alternatives.push(crate::run::results::AlternativeRecord {
+            name: "promote".into(),
+            design: "design (a)".into(),
+            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            source_hash: Some(provenance::source_hash(promote_kernel())),
+            time,
+            ratio_bf16: 0.227,
+            ratio_step: 0.464,
+            checks: mx.checks.clone(),
+            registers: Some(168),
+            dynamic_smem_bytes: 218 * 1024,
+            local_bytes: Some(0),
+        });
+        let mut with = file();
+        with.records.push(mx);
+        let pass = LadderResults::new(vec![with]);
+        let table = pass
+            .expand("{{#ladder-alternatives step11}}", Path::new("x.md"))
+            .unwrap();
+        assert!(
+            table.contains("| promote (`sm90_promote.cu`) | 182 | 0.227 |")
+                && table.contains("| 0.464 | 168 | 218 KiB |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("Verification of every recorded alternative of step 11"),
+            "{table}"
+        );
+        assert!(pass.expand("{{#ladder-alternatives}}", Path::new("x.md")).is_err());
+    }
+
+    #[test]
+    fn the_ladder_and_step_tables_leave_sweep_records_out() {
+        let pass = LadderResults::new(vec![crate::book::figure_sweep::tests::synthetic()]);
+        let all = pass.expand("{{#ladder-table}}", Path::new("results.md")).unwrap();
+        let rows: Vec<&str> = all.lines().filter(|l| l.starts_with("| NVIDIA H200 |")).collect();
+        assert_eq!(rows.len(), 1, "only the plain run of step 10: {all}");
+        assert!(rows[0].contains("| 4096³ |"));
+        let step = pass.expand("{{#ladder-table step10}}", Path::new("s.md")).unwrap();
+        assert!(!step.contains("1024³") && !step.contains("4096×14336×4096"), "{step}");
+        assert!(pass
+            .expand("{{#ladder-table step08}}", Path::new("s.md"))
+            .unwrap()
+            .contains("Step 08 has not been recorded"));
+    }
+}

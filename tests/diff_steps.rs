@@ -1,0 +1,54 @@
+//! `scripts/diff-steps NN MM`, the README's way to see the lesson between two steps: the diff of their
+//! Hopper kernels (`kernel.cu` for steps 01–03, `sm90.cu` after), or one line and a non-zero exit.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn diff_steps(args: &[&str]) -> Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/diff-steps");
+    Command::new("bash")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("bash runs scripts/diff-steps")
+}
+
+#[test]
+fn shows_the_diff_of_two_steps_hopper_kernels() {
+    for (args, old, new) in [
+        (
+            ["08", "09"],
+            "steps/step08_pipeline/sm90.cu",
+            "steps/step09_epilogue_double_buffer/sm90.cu",
+        ),
+        (
+            ["3", "4"],
+            "steps/step03_register_tiling/kernel.cu",
+            "steps/step04_tma_mma/sm90.cu",
+        ),
+    ] {
+        let out = diff_steps(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains(&format!("--- a/{old}")) && stdout.contains(&format!("+++ b/{new}")),
+            "{args:?}:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
+    for args in [&["12", "3"][..], &["x", "3"], &["08"], &["0", "1"]] {
+        let out = diff_steps(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("diff-steps: "), "{args:?}: {stderr}");
+    }
+}
