@@ -306,22 +306,19 @@ pub fn get(id: &str) -> Option<&'static Quoted> {
     QUOTED.iter().find(|q| q.id == id)
 }
 
-/// The series the ladder figure draws: one per source key, the B200 bf16 kernels placed at a rung, in
-/// step order. (The MXFP8 point is drawn with them when step 11 is on the figure.)
+/// The series the ladder figure draws: one per source, the B200 kernels placed at a rung, in step
+/// order (the MXFP8 post's point, at step 11, is a series of its own: another author, another problem).
 pub fn figure_series() -> Vec<(&'static str, String, Vec<&'static Quoted>)> {
     let mut out: Vec<(&'static str, String, Vec<&'static Quoted>)> = Vec::new();
     for q in QUOTED.iter().filter(|q| q.gpu == "B200" && q.step.is_some()) {
-        let key = if q.source.key == "mxfp8" {
-            "modular"
-        } else {
-            q.source.key
-        };
+        let key = q.source.key;
         match out.iter_mut().find(|(k, _, _)| *k == key) {
             Some((_, _, points)) => points.push(q),
             None => {
                 let label = match key {
-                    "modular" => "B200, quoted from Modular's “Matmul on Blackwell” 2–3 (and the MXFP8 post at 11)",
-                    "gau-nernst" => "B200, quoted from gau-nernst's “tcgen05 for dummies”",
+                    "modular" => "B200, quoted: Modular, “Matmul on Blackwell” parts 2–3",
+                    "gau-nernst" => "B200, quoted: gau-nernst, “tcgen05 for dummies”",
+                    "mxfp8" => "B200, quoted: Vega-Myhre, “MXFP8 GEMM” (e4m3)",
                     other => other,
                 };
                 out.push((key, label.to_string(), vec![q]));
@@ -383,9 +380,9 @@ mod tests {
     #[test]
     fn the_figure_series_are_b200_rungs_in_step_order() {
         let series = figure_series();
-        assert_eq!(series.len(), 2);
+        assert_eq!(series.len(), 3);
         for (_, label, points) in &series {
-            assert!(label.starts_with("B200, quoted from"), "{label}");
+            assert!(label.starts_with("B200, quoted: "), "{label}");
             let steps: Vec<u8> = points.iter().filter_map(|q| q.step).collect();
             assert!(steps.windows(2).all(|w| w[0] < w[1]), "{label}: {steps:?}");
         }
