@@ -14,7 +14,8 @@
 //! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (dequantize + cuBLAS, cuBLAS bf16, cuBLASLt fp8) |
 //!
 //! and the evidence directives of [`crate::book::evidence`] (`ladder-evidence stepNN`,
-//! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`).
+//! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`) and
+//! those of [`crate::book::peak`] (`ladder-peak`, `ladder-peak datasheet`, `ladder-rounds`).
 //!
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
 //! the sweep directives show only them.
@@ -36,6 +37,7 @@ pub mod figure;
 pub mod figure_banks;
 pub mod figure_sweep;
 pub mod include;
+pub mod peak;
 pub mod quoted;
 pub mod svg;
 
@@ -289,6 +291,9 @@ impl LadderResults {
                 ("ladder-l2", []) => crate::book::evidence::l2_roofline(&self.files),
                 ("ladder-quoted", []) => crate::book::evidence::quoted_table(),
                 ("ladder-sources", []) => crate::book::evidence::sources_list(),
+                ("ladder-peak", []) => crate::book::peak::peak_table(&self.files),
+                ("ladder-peak", ["datasheet"]) => crate::book::peak::datasheet_text(),
+                ("ladder-rounds", []) => crate::book::peak::rounds_table(&self.files),
                 ("ladder-quote", [id]) => {
                     crate::book::evidence::quote(id).ok_or_else(|| bad("no such quoted number (shared/book/quoted.rs)"))?
                 }
@@ -297,7 +302,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
@@ -481,7 +486,13 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     if let Some(s) = step {
         let _ = writeln!(out, "Timing of every recorded run of step {s:02}:\n");
         for (file, r) in &rows {
-            let _ = writeln!(out, "- {}, {}: {}", file.device.name, shape_text(r), timing_text(r));
+            let _ = writeln!(
+                out,
+                "- {}, {}: {}",
+                file.device.name,
+                shape_text(r),
+                timing_text(r, &file.device)
+            );
         }
         out.push('\n');
         let _ = writeln!(out, "Verification of every recorded run of step {s:02}:\n");
@@ -894,7 +905,7 @@ fn bytes_text(bytes: u64) -> String {
 
 /// How one record was timed, and the clocks it ran at, in a sentence (the tables have no room for a
 /// clock column: mdBook's text column is 750 px wide, which they already overflow).
-fn timing_text(r: &StepRecord) -> String {
+fn timing_text(r: &StepRecord, device: &crate::run::results::DeviceInfo) -> String {
     let references = if r.cublas_sgemm.is_some() {
         "cuBLAS bf16 and cuBLAS SGEMM"
     } else {
@@ -920,7 +931,13 @@ fn timing_text(r: &StepRecord) -> String {
     );
     match &r.clocks {
         Some(c) => {
-            let _ = write!(text, "; SM clock {} over {} readings", c.sm_text(), c.samples);
+            let _ = write!(
+                text,
+                "; SM clock {}{} over {} readings",
+                c.sm_text(),
+                crate::book::peak::peak_at_clock_clause(r, device),
+                c.samples
+            );
             let power = c.power_text();
             if !power.is_empty() {
                 let _ = write!(text, ", {power}");
