@@ -376,7 +376,7 @@ pub fn quote(id: &str) -> Option<String> {
     quoted::get(id).map(|q| format!("{} TFLOPS", q.tflops))
 }
 
-/// `{{#ladder-sources}}`: the texts the ladder follows, with their authors and addresses.
+/// `{{#ladder-sources}}`: the texts the ladder follows, with their authors, addresses and steps.
 pub fn sources_list() -> String {
     let mut out = String::new();
     let mut seen: Vec<&str> = Vec::new();
@@ -385,20 +385,15 @@ pub fn sources_list() -> String {
             continue;
         }
         seen.push(s.title);
-        let address = if s.address.is_empty() {
-            String::new()
-        } else {
-            format!(" <{}>", s.address)
-        };
-        let seed = if s.seed.is_empty() {
-            String::new()
-        } else {
-            format!(" The project's copy: `{}`.", s.seed)
-        };
+        let several = s.steps.contains(',') || s.steps.contains(" to ");
         let _ = writeln!(
             out,
-            "- **{}** — {}.{address} Steps {}.{seed}",
-            s.title, s.authors, s.steps
+            "- **{}** — {}. <{}> {} {}.",
+            s.title,
+            s.authors,
+            s.address,
+            if several { "Steps" } else { "Step" },
+            s.steps
         );
     }
     out
