@@ -148,6 +148,9 @@ const ROWS: &[Row] = &[
         ))
     }),
     ("registers a thread", |r, _| r.registers.map(|v| v.to_string())),
+    ("local memory a thread (spills; 0 B: none)", |r, _| {
+        r.local_bytes.map(|b| format!("{b} B"))
+    }),
     ("top stall reasons (warps per issue)", |_, p| {
         let stalls = &p.ncu.as_ref()?.stalls;
         (!stalls.is_empty()).then(|| {
