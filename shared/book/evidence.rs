@@ -5,6 +5,7 @@
 //! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's, per GPU  |
 //! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
+//! | `{{#ladder-clusters step10}}`  | inline: how many clusters fit, as the driver answered (per GPU)  |
 //! | `{{#ladder-quoted}}`           | every number quoted from another text ([`crate::book::quoted`])        |
 //! | `{{#ladder-quote gau-v6}}`     | one quoted number, inline: `1476 TFLOPS`                         |
 //! | `{{#ladder-sources}}`          | the list of source texts                                         |
@@ -146,6 +147,11 @@ const ROWS: &[Row] = &[
             c.block_threads.map_or("—".into(), |t| t.to_string()),
             c.blocks_per_sm.map_or("—".into(), |b| b.to_string())
         ))
+    }),
+    ("clusters that fit on the GPU (the driver's answer)", |_, p| {
+        p.computed
+            .clusters_fit
+            .map(|f| format!("{} of {} blocks", f.clusters, f.cluster_blocks))
     }),
     ("registers a thread", |r, _| r.registers.map(|v| v.to_string())),
     ("local memory a thread (spills; 0 B: none)", |r, _| {
@@ -351,6 +357,36 @@ pub fn l2_roofline(files: &[ResultsFile]) -> String {
     }
 }
 
+/// `{{#ladder-clusters stepNN}}`: how many clusters of the step's kernel fit on each GPU at once, as
+/// the driver answered with the chapter's run; for a record without the answer (made before it was
+/// kept), the count an SM per block and two blocks a cluster would give, said to be that.
+pub fn clusters_text(files: &[ResultsFile], step: u8) -> String {
+    let parts: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let r = chapter_record(file, step)?;
+            let fit = r.profile.as_ref().and_then(|p| p.computed.clusters_fit);
+            Some(match fit {
+                Some(f) => format!(
+                    "{} clusters on the {} (the driver's answer, recorded with the run)",
+                    f.clusters, file.device.name
+                ),
+                None => format!(
+                    "{} clusters on the {} if every group of SMs has an even count ({} SMs, two to a cluster; this record predates keeping the driver's answer)",
+                    file.device.sms / 2,
+                    file.device.name,
+                    file.device.sms
+                ),
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("as many clusters as the driver answers (nothing is recorded for step{step:02} yet)")
+    } else {
+        parts.join("; ")
+    }
+}
+
 /// `{{#ladder-quoted}}`: every quoted number, with its source.
 pub fn quoted_table() -> String {
     let mut out = String::from(
@@ -504,6 +540,27 @@ mod tests {
         let text = timeline_section(Some(dir.path()), 8, Path::new("step08-pipeline.md"));
         assert!(text.contains("](figures/timeline-step08-nvidia-h200.svg)"), "{text}");
         assert!(timeline_section(Some(dir.path()), 9, Path::new("x.md")).starts_with("No timeline"));
+    }
+
+    #[test]
+    fn the_cluster_count_is_the_driver_s_answer_once_recorded() {
+        let mut d = device("NVIDIA H200");
+        d.sms = 132;
+        let mut file = ResultsFile {
+            device: d,
+            records: vec![profiled(10, "persistent", false)],
+        };
+        let before = clusters_text(std::slice::from_ref(&file), 10);
+        assert!(before.contains("66 clusters") && before.contains("predates"), "{before}");
+        file.records[0].profile.as_mut().unwrap().computed.clusters_fit = Some(crate::evidence::ClustersFit {
+            cluster_blocks: 2,
+            clusters: 64,
+        });
+        let after = clusters_text(std::slice::from_ref(&file), 10);
+        assert!(after.contains("64 clusters") && after.contains("driver's answer"), "{after}");
+        let table = evidence_table(std::slice::from_ref(&file), 10);
+        assert!(table.contains("| clusters that fit on the GPU (the driver's answer) | 64 of 2 blocks |"), "{table}");
+        assert!(clusters_text(&[], 10).contains("nothing is recorded"));
     }
 
     #[test]

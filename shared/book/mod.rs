@@ -291,6 +291,10 @@ impl LadderResults {
                 ("ladder-l2", []) => crate::book::evidence::l2_roofline(&self.files),
                 ("ladder-quoted", []) => crate::book::evidence::quoted_table(),
                 ("ladder-sources", []) => crate::book::evidence::sources_list(),
+                ("ladder-clusters", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    crate::book::evidence::clusters_text(&self.files, id)
+                }
                 ("ladder-peak", []) => crate::book::peak::peak_table(&self.files),
                 ("ladder-peak", ["datasheet"]) => crate::book::peak::datasheet_text(),
                 ("ladder-rounds", []) => crate::book::peak::rounds_table(&self.files),
@@ -302,7 +306,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-clusters stepNN, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
