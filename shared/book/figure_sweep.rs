@@ -41,6 +41,66 @@ pub fn is_drawn(r: &StepRecord) -> bool {
     r.sweep && r.ratio_bf16.is_finite() && r.ratio_bf16 > 0.0
 }
 
+/// `8192x8192x1024` (the way a shape prints) back into a shape.
+fn parse_shape(word: &str) -> Option<Shape> {
+    let mut dims = word.split('x').map(|d| d.parse::<usize>().ok());
+    match (dims.next()??, dims.next()??, dims.next()??, dims.next()) {
+        (m, n, k, None) => Some(Shape::new(m, n, k)),
+        _ => None,
+    }
+}
+
+/// `{{#ladder-sweep-compare stepNN SHAPE OTHER}}`: per GPU, the step's swept ratio to cuBLAS at `SHAPE`
+/// against `OTHER`, with the clocks of both loops, and whether it came out lower, as a chapter that
+/// predicted a dip at `SHAPE` needs to say. `None` for a malformed shape.
+pub fn sweep_compare(files: &[ResultsFile], step: u8, shape: &str, other: &str) -> Option<String> {
+    let (at, against) = (parse_shape(shape)?, parse_shape(other)?);
+    let find = |file: &'_ ResultsFile, s: Shape| {
+        file.records
+            .iter()
+            .find(|r| is_drawn(r) && r.step == step && r.shape == s)
+            .map(|r| (r.ratio_bf16, r.clocks.as_ref().map(|c| c.sm_mhz_median)))
+    };
+    let name = |s: Shape| {
+        if s.m == s.n && s.n == s.k {
+            format!("{}³", s.m)
+        } else {
+            format!("{}×{}×{}", s.m, s.n, s.k)
+        }
+    };
+    let clock = |mhz: Option<u32>| mhz.map_or(String::new(), |m| format!(" (SM clock {m} MHz)"));
+    let mut parts = Vec::new();
+    for file in files {
+        let (Some((a, a_mhz)), Some((b, b_mhz))) = (find(file, at), find(file, against)) else {
+            continue;
+        };
+        let verdict = if a < b {
+            format!("lower at {}, by {:.1} %", name(at), 100.0 * (1.0 - a / b))
+        } else {
+            format!("not lower at {}", name(at))
+        };
+        parts.push(format!(
+            "on the {}, {:.3} × cuBLAS at {}{} against {:.3} × at {}{}: {verdict}",
+            file.device.name,
+            a,
+            name(at),
+            clock(a_mhz),
+            b,
+            name(against),
+            clock(b_mhz)
+        ));
+    }
+    Some(if parts.is_empty() {
+        format!(
+            "(no sweep of step{step:02} at both {} and {} is recorded yet: `cargo run --release --bin step{step:02} -- --sweep` records one)",
+            name(at),
+            name(against)
+        )
+    } else {
+        parts.join("; ")
+    })
+}
+
 /// What the sweep figure shows, pulled out of a results file.
 struct SweepData {
     /// The x axis: every swept shape, in [`sweep::axis_order`].
@@ -305,6 +365,24 @@ pub(crate) mod tests {
 
     /// Steps 08 and 10 swept over every shape (10 losing at the small and the short-K shapes), plus a
     /// plain run of step 10 at 4096³ that the sweep figure must leave out.
+    #[test]
+    fn a_predicted_dip_is_confronted_with_the_measurement() {
+        let file = synthetic();
+        let (a, b) = (sweep::SHAPES[0], sweep::SHAPES[1]);
+        let text = sweep_compare(std::slice::from_ref(&file), 10, &a.to_string(), &b.to_string()).unwrap();
+        let ratio = |s: Shape| {
+            file.records
+                .iter()
+                .find(|r| r.sweep && r.step == 10 && r.shape == s)
+                .unwrap()
+                .ratio_bf16
+        };
+        let (ra, rb) = (ratio(a), ratio(b));
+        assert!(text.contains(if ra < rb { "lower at" } else { "not lower at" }), "{text}");
+        assert!(sweep_compare(&[], 10, "1x2", "3x4x5").is_none());
+        assert!(sweep_compare(&[], 10, "1x2x3", "3x4x5").unwrap().contains("no sweep"));
+    }
+
     pub(crate) fn synthetic() -> ResultsFile {
         let ratios10 = [0.62, 0.9, 1.02, 1.03, 1.04, 1.03, 1.01, 0.93, 1.04, 0.91, 0.9];
         let ratios08 = [0.55, 0.8, 0.91, 0.92, 0.93, 0.92, 0.9, 0.85, 0.92, 0.6, 0.6];

@@ -10,6 +10,7 @@
 //! | `{{#ladder-figure}}`       | an image of `figures/ladder-<gpu>.svg` per results file          |
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
+//! | `{{#ladder-sweep-compare step10 A B}}` | inline: the swept ratio at shape A against B, and whether lower |
 //! | `{{#ladder-alternatives step11}}` | one row per alternative design timed with that step's runs |
 //! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (dequantize + cuBLAS, cuBLAS bf16, cuBLASLt fp8) |
 //!
@@ -295,6 +296,11 @@ impl LadderResults {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     crate::book::evidence::clusters_text(&self.files, id)
                 }
+                ("ladder-sweep-compare", [step, shape, other]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    figure_sweep::sweep_compare(&self.files, id, shape, other)
+                        .ok_or_else(|| bad("the shapes are written MxNxK, e.g. 8192x8192x1024"))?
+                }
                 ("ladder-peak", []) => crate::book::peak::peak_table(&self.files),
                 ("ladder-peak", ["datasheet"]) => crate::book::peak::datasheet_text(),
                 ("ladder-rounds", []) => crate::book::peak::rounds_table(&self.files),
@@ -306,7 +312,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-clusters stepNN, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
@@ -432,7 +438,9 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
         };
     }
 
-    let mut header = vec!["GPU"];
+    // The GPU is a column only when rows come from more than one; otherwise the caption names it.
+    let gpus = files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))).count();
+    let mut header = if gpus > 1 { vec!["GPU"] } else { Vec::new() };
     if step.is_none() {
         header.push("step");
     }
@@ -450,6 +458,9 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     ]);
     let numeric_from = header.iter().position(|h| *h == "median ms").unwrap_or(header.len());
     let mut out = String::new();
+    if gpus == 1 {
+        let _ = writeln!(out, "On the {}:\n", rows[0].0.device.name);
+    }
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let align: Vec<&str> = (0..header.len())
         .map(|i| if i >= numeric_from { "---:" } else { ":---" })
@@ -457,7 +468,7 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     let _ = writeln!(out, "|{}|", align.join("|"));
     let mut marks = Marks::default();
     for (file, r) in &rows {
-        let mut cells = vec![file.device.name.clone()];
+        let mut cells = if gpus > 1 { vec![file.device.name.clone()] } else { Vec::new() };
         if step.is_none() {
             cells.push(r.label());
         }
@@ -1268,10 +1279,9 @@ mod tests {
             )
             .unwrap();
         assert!(text.contains("![TFLOPS ladder on NVIDIA H100 80GB HBM3](figures/ladder-nvidia-h100-80gb-hbm3.svg)"));
-        assert!(
-            text.contains("| NVIDIA H100 80GB HBM3 | 01 naive | 4096³ | sm_90 | 100 | 1.37 |"),
-            "{text}"
-        );
+        // One GPU: named once above the table, not in a column.
+        assert!(text.contains("On the NVIDIA H100 80GB HBM3:\n\n| step | shape |"), "{text}");
+        assert!(text.contains("| 01 naive | 4096³ | sm_90 | 100 | 1.37 |"), "{text}");
         assert!(text.contains("03 register_tiling"));
         assert!(!text.contains("{{#"));
 
@@ -1392,10 +1402,20 @@ mod tests {
     }
 
     #[test]
+    fn the_gpu_is_a_column_only_when_rows_come_from_several() {
+        let mut other = file();
+        other.device.name = "NVIDIA H200".into();
+        let two = table(&[file(), other], None);
+        assert!(two.starts_with("| GPU | step |"), "{two}");
+        assert!(two.contains("| NVIDIA H200 | 01 naive |"), "{two}");
+        assert!(!table(&[file()], None).contains("| GPU |"));
+    }
+
+    #[test]
     fn the_ladder_and_step_tables_leave_sweep_records_out() {
         let pass = LadderResults::new(vec![crate::book::figure_sweep::tests::synthetic()]);
         let all = pass.expand("{{#ladder-table}}", Path::new("results.md")).unwrap();
-        let rows: Vec<&str> = all.lines().filter(|l| l.starts_with("| NVIDIA H200 |")).collect();
+        let rows: Vec<&str> = all.lines().filter(|l| l.starts_with("| 10 persistent |")).collect();
         assert_eq!(rows.len(), 1, "only the plain run of step 10: {all}");
         assert!(rows[0].contains("| 4096³ |"));
         let step = pass.expand("{{#ladder-table step10}}", Path::new("s.md")).unwrap();
