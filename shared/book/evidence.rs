@@ -5,6 +5,8 @@
 //! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's, per GPU  |
 //! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
+//! | `{{#ladder-evidence-value step06 KEY}}` | inline: one quantity of the step's evidence, per GPU |
+//! | `{{#ladder-evidence-delta step07 KEY}}` | inline: the quantity of the predecessor → of the step (change) |
 //! | `{{#ladder-clusters step10}}`  | inline: how many clusters fit, as the driver answered (per GPU)  |
 //! | `{{#ladder-quoted}}`           | every number quoted from another text ([`crate::book::quoted`])        |
 //! | `{{#ladder-quote gau-v6}}`     | one quoted number, inline: `1476 TFLOPS`                         |
@@ -357,6 +359,89 @@ pub fn l2_roofline(files: &[ResultsFile]) -> String {
     }
 }
 
+/// One quantity of a record's evidence, for the inline directives: its value and how it prints.
+/// `l2_bytes` (L2 ↔ SM traffic), `flops_per_l2_byte`, `dram_bytes` (read + written), or any key of
+/// Nsight Compute's values ([`crate::evidence::QUANTITIES`]; `…_pct` print as percentages).
+fn evidence_quantity(r: &StepRecord, key: &str) -> Option<(f64, String)> {
+    let p = r.profile.as_ref()?;
+    let value = match key {
+        "l2_bytes" => return ncu_value(p, "l2_sectors").map(|s| (32.0 * s, mb(32.0 * s))),
+        "flops_per_l2_byte" => {
+            let f = p.computed.flops / (32.0 * ncu_value(p, "l2_sectors")?);
+            return Some((f, significant(f, 3)));
+        }
+        "dram_bytes" => {
+            let b = ncu_value(p, "dram_read_bytes")? + ncu_value(p, "dram_write_bytes")?;
+            return Some((b, mb(b)));
+        }
+        _ => ncu_value(p, key)?,
+    };
+    Some((value, if key.ends_with("_pct") { pct(value) } else { count(value) }))
+}
+
+/// Whether `key` names a quantity [`evidence_quantity`] knows.
+fn is_evidence_key(key: &str) -> bool {
+    matches!(key, "l2_bytes" | "flops_per_l2_byte" | "dram_bytes")
+        || crate::evidence::QUANTITIES.iter().any(|q| q.key == key)
+}
+
+/// `{{#ladder-evidence-value stepNN KEY}}`: one quantity of the chapter's record, inline, per GPU.
+/// `None` for an unknown key.
+pub fn evidence_value(files: &[ResultsFile], step: u8, key: &str) -> Option<String> {
+    if !is_evidence_key(key) {
+        return None;
+    }
+    let parts: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let (_, text) = evidence_quantity(chapter_record(file, step)?, key)?;
+            Some(if files.len() > 1 {
+                format!("{text} on the {}", file.device.name)
+            } else {
+                text
+            })
+        })
+        .collect();
+    Some(if parts.is_empty() {
+        format!("(not profiled yet: `cargo run --release --bin step{step:02} -- --profile` records it)")
+    } else {
+        parts.join(", ")
+    })
+}
+
+/// `{{#ladder-evidence-delta stepNN KEY}}`: one quantity of the step's predecessor and of the step,
+/// and the change, inline, per GPU: `1.83 GB → 1.61 GB (−12 %)`. `None` for an unknown key.
+pub fn evidence_delta(files: &[ResultsFile], step: u8, key: &str) -> Option<String> {
+    if !is_evidence_key(key) {
+        return None;
+    }
+    let previous = crate::run::steps::get(step).ok().and_then(|s| s.predecessor)?;
+    let parts: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let (a, a_text) = evidence_quantity(chapter_record(file, previous)?, key)?;
+            let (b, b_text) = evidence_quantity(chapter_record(file, step)?, key)?;
+            // A share (a percentage) reads better as its two values than as a change of a change.
+            let change = if a != 0.0 && !key.ends_with("_pct") {
+                format!(" ({:+.0} %)", 100.0 * (b / a - 1.0)).replace('-', "−")
+            } else {
+                String::new()
+            };
+            let on = if files.len() > 1 {
+                format!(" on the {}", file.device.name)
+            } else {
+                String::new()
+            };
+            Some(format!("{a_text} → {b_text}{change}{on}"))
+        })
+        .collect();
+    Some(if parts.is_empty() {
+        format!("(not profiled yet for step{previous:02} and step{step:02}: `--profile` records it)")
+    } else {
+        parts.join(", ")
+    })
+}
+
 /// `{{#ladder-clusters stepNN}}`: how many clusters of the step's kernel fit on each GPU at once, as
 /// the driver answered with the chapter's run; for a record without the answer (made before it was
 /// kept), the count an SM per block and two blocks a cluster would give, said to be that.
@@ -561,6 +646,29 @@ mod tests {
         let table = evidence_table(std::slice::from_ref(&file), 10);
         assert!(table.contains("| clusters that fit on the GPU (the driver's answer) | 64 of 2 blocks |"), "{table}");
         assert!(clusters_text(&[], 10).contains("nothing is recorded"));
+    }
+
+    #[test]
+    fn evidence_reads_inline_with_its_change() {
+        let file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![profiled(6, "tma_store", true), profiled(7, "multicast", true)],
+        };
+        let mut files = vec![file];
+        files[0].records[1]
+            .profile
+            .as_mut()
+            .unwrap()
+            .ncu
+            .as_mut()
+            .unwrap()
+            .values
+            .insert("l2_sectors".into(), 0.75 * 67_108_864.0);
+        let delta = evidence_delta(&files, 7, "l2_bytes").unwrap();
+        assert!(delta.contains("2.15 GB → 1.61 GB (−25 %)"), "{delta}");
+        assert_eq!(evidence_value(&files, 7, "tensor_pipe_pct").as_deref(), Some("62.5%"));
+        assert!(evidence_value(&files, 7, "no_such_key").is_none());
+        assert!(evidence_value(&files, 9, "l2_bytes").unwrap().contains("not profiled"));
     }
 
     #[test]

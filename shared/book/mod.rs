@@ -292,6 +292,15 @@ impl LadderResults {
                 ("ladder-l2", []) => crate::book::evidence::l2_roofline(&self.files),
                 ("ladder-quoted", []) => crate::book::evidence::quoted_table(),
                 ("ladder-sources", []) => crate::book::evidence::sources_list(),
+                ("ladder-evidence-value" | "ladder-evidence-delta", [step, key]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    let text = if name == "ladder-evidence-value" {
+                        crate::book::evidence::evidence_value(&self.files, id, key)
+                    } else {
+                        crate::book::evidence::evidence_delta(&self.files, id, key)
+                    };
+                    text.ok_or_else(|| bad("unknown quantity: l2_bytes, flops_per_l2_byte, dram_bytes or a key of evidence::QUANTITIES"))?
+                }
                 ("ladder-clusters", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     crate::book::evidence::clusters_text(&self.files, id)
@@ -312,7 +321,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
