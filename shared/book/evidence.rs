@@ -7,6 +7,7 @@
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
 //! | `{{#ladder-evidence-value step06 KEY}}` | inline: one quantity of the step's evidence, per GPU |
 //! | `{{#ladder-evidence-delta step07 KEY}}` | inline: the quantity of the predecessor → of the step (change) |
+//! | `{{#ladder-timeline-share step08 epilogue}}` | inline: the consumers' share of time in a part, from the timeline |
 //! | `{{#ladder-clusters step10}}`  | inline: how many clusters fit, as the driver answered (per GPU)  |
 //! | `{{#ladder-quoted}}`           | every number quoted from another text ([`crate::book::quoted`])        |
 //! | `{{#ladder-quote gau-v6}}`     | one quoted number, inline: `1476 TFLOPS`                         |
@@ -442,6 +443,53 @@ pub fn evidence_delta(files: &[ResultsFile], step: u8, key: &str) -> Option<Stri
     })
 }
 
+/// `{{#ladder-timeline-share stepNN PART}}`: the share of their time the drawn consumers of the
+/// step's recorded timeline spent in `PART` (`epilogue`, `mma`, `convert`, `mma_wait`, `stage_wait`,
+/// `barrier`), per GPU, inline. `None` for an unknown part.
+pub fn timeline_share(book_dir: Option<&Path>, step: u8, part: &str) -> Option<String> {
+    let pick = |s: &timeline::Summary| match part {
+        "epilogue" => s.consumer_epilogue_share,
+        "mma" => s.consumer_mma_share,
+        "convert" => s.consumer_convert_share,
+        "mma_wait" => s.consumer_mma_wait_share,
+        "stage_wait" => s.consumer_stage_wait_share,
+        _ => s.consumer_barrier_share,
+    };
+    if !["epilogue", "mma", "convert", "mma_wait", "stage_wait", "barrier"].contains(&part) {
+        return None;
+    }
+    let dir = book_dir.map(|b| crate::run::results::results_dir(b).join("timelines"));
+    let mut traces: Vec<_> = dir
+        .iter()
+        .flat_map(std::fs::read_dir)
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("timeline-step{step:02}-")) && n.ends_with(".json"))
+        })
+        .collect();
+    traces.sort();
+    let summaries: Vec<timeline::Summary> = traces.iter().filter_map(|t| timeline::load_summary(t)).collect();
+    let mut parts = Vec::new();
+    for s in &summaries {
+        let share = pick(s);
+        parts.push(if summaries.len() > 1 {
+            format!("{:.1} % on the {}", 100.0 * share, s.gpu)
+        } else {
+            format!("{:.1} %", 100.0 * share)
+        });
+    }
+    if parts.is_empty() {
+        return Some(format!(
+            "(no timeline of step{step:02} recorded yet: `cargo run --release --bin step{step:02} -- --timeline` records one)"
+        ));
+    }
+    Some(parts.join(", "))
+}
+
 /// `{{#ladder-clusters stepNN}}`: how many clusters of the step's kernel fit on each GPU at once, as
 /// the driver answered with the chapter's run; for a record without the answer (made before it was
 /// kept), the count an SM per block and two blocks a cluster would give, said to be that.
@@ -646,6 +694,15 @@ mod tests {
         let table = evidence_table(std::slice::from_ref(&file), 10);
         assert!(table.contains("| clusters that fit on the GPU (the driver's answer) | 64 of 2 blocks |"), "{table}");
         assert!(clusters_text(&[], 10).contains("nothing is recorded"));
+    }
+
+    #[test]
+    fn timeline_shares_read_inline_from_the_committed_traces() {
+        let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("book");
+        let share = timeline_share(Some(&book), 8, "epilogue").unwrap();
+        assert!(share.ends_with(" %") || share.contains("no timeline"), "{share}");
+        assert!(timeline_share(Some(&book), 8, "lunch").is_none());
+        assert!(timeline_share(None, 8, "mma").unwrap().contains("no timeline of step08"));
     }
 
     #[test]

@@ -301,6 +301,11 @@ impl LadderResults {
                     };
                     text.ok_or_else(|| bad("unknown quantity: l2_bytes, flops_per_l2_byte, dram_bytes or a key of evidence::QUANTITIES"))?
                 }
+                ("ladder-timeline-share", [step, part]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    crate::book::evidence::timeline_share(self.book_dir.as_deref(), id, part)
+                        .ok_or_else(|| bad("the part is epilogue, mma, convert, mma_wait, stage_wait or barrier"))?
+                }
                 ("ladder-clusters", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     crate::book::evidence::clusters_text(&self.files, id)
@@ -321,7 +326,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
