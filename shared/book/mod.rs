@@ -942,8 +942,9 @@ fn timing_text(r: &StepRecord, device: &crate::run::results::DeviceInfo) -> Stri
     };
     let mut text = match r.timing_method {
         TimingMethod::Alternating => format!(
-            "timed in one loop with {references}, launched in turn, {} launches each{}",
+            "timed in one loop with {references}, launched in turn, {} launches each{}{}",
             r.time.runs,
+            crate::book::peak::timed_span_clause(r),
             r.warmup_ms
                 .map(|ms| format!(" after {} s of untimed warm-up", significant(ms / 1e3, 2)))
                 .unwrap_or_default()

@@ -62,6 +62,13 @@ pub fn peak_at_clock_clause(r: &StepRecord, device: &DeviceInfo) -> String {
     }
 }
 
+/// ` (the round cap; 42.8 ms of the step's GPU time)`: what a record's timed launches add up to, for
+/// its timing line, so that the line and [`rounds_table`] say the same thing.
+pub fn timed_span_clause(r: &StepRecord) -> String {
+    let cap = if r.time.runs == MAX_RUNS { "the round cap; " } else { "" };
+    format!(" ({cap}{} ms of the step's GPU time)", significant(spent(&r.time), 3))
+}
+
 /// `{{#ladder-peak}}`: per results file, the three peaks.
 pub fn peak_table(files: &[ResultsFile]) -> String {
     let mut out = String::new();
@@ -223,6 +230,10 @@ mod tests {
         assert!(table.contains("| 1515 MHz |") && table.contains("819 TFLOPS"), "{table}");
         assert!(peak_at_clock_clause(&file.records[1], &d).contains("819 TFLOPS"));
         assert!(peak_at_clock_clause(&file.records[0], &d).is_empty());
+        let mut capped = file.records[1].clone();
+        capped.time.runs = MAX_RUNS;
+        assert!(timed_span_clause(&capped).starts_with(" (the round cap; "));
+        assert!(!timed_span_clause(&file.records[0]).contains("cap"));
         let rounds = rounds_table(std::slice::from_ref(&file));
         assert!(rounds.contains(&format!("more than {MAX_RUNS}")), "{rounds}");
         assert!(rounds.contains("10 persistent"), "{rounds}");
