@@ -377,7 +377,14 @@ fn evidence_quantity(r: &StepRecord, key: &str) -> Option<(f64, String)> {
         }
         _ => ncu_value(p, key)?,
     };
-    Some((value, if key.ends_with("_pct") { pct(value) } else { count(value) }))
+    Some((
+        value,
+        if key.ends_with("_pct") {
+            pct(value)
+        } else {
+            count(value)
+        },
+    ))
 }
 
 /// Whether `key` names a quantity [`evidence_quantity`] knows.
@@ -684,15 +691,24 @@ mod tests {
             records: vec![profiled(10, "persistent", false)],
         };
         let before = clusters_text(std::slice::from_ref(&file), 10);
-        assert!(before.contains("66 clusters") && before.contains("predates"), "{before}");
+        assert!(
+            before.contains("66 clusters") && before.contains("predates"),
+            "{before}"
+        );
         file.records[0].profile.as_mut().unwrap().computed.clusters_fit = Some(crate::evidence::ClustersFit {
             cluster_blocks: 2,
             clusters: 64,
         });
         let after = clusters_text(std::slice::from_ref(&file), 10);
-        assert!(after.contains("64 clusters") && after.contains("driver's answer"), "{after}");
+        assert!(
+            after.contains("64 clusters") && after.contains("driver's answer"),
+            "{after}"
+        );
         let table = evidence_table(std::slice::from_ref(&file), 10);
-        assert!(table.contains("| clusters that fit on the GPU (the driver's answer) | 64 of 2 blocks |"), "{table}");
+        assert!(
+            table.contains("| clusters that fit on the GPU (the driver's answer) | 64 of 2 blocks |"),
+            "{table}"
+        );
         assert!(clusters_text(&[], 10).contains("nothing is recorded"));
     }
 
@@ -702,7 +718,9 @@ mod tests {
         let share = timeline_share(Some(&book), 8, "epilogue").unwrap();
         assert!(share.ends_with(" %") || share.contains("no timeline"), "{share}");
         assert!(timeline_share(Some(&book), 8, "lunch").is_none());
-        assert!(timeline_share(None, 8, "mma").unwrap().contains("no timeline of step08"));
+        assert!(timeline_share(None, 8, "mma")
+            .unwrap()
+            .contains("no timeline of step08"));
     }
 
     #[test]

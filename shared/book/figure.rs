@@ -150,7 +150,12 @@ impl LadderData {
     /// The top of the ratio panel: at least a little above 1 (the line where a step is as fast as
     /// cuBLAS), and above the largest ratio.
     fn ratio_top(&self) -> f64 {
-        let most = self.series.values().flatten().map(|p| p.ratio_bf16).fold(1.0f64, f64::max);
+        let most = self
+            .series
+            .values()
+            .flatten()
+            .map(|p| p.ratio_bf16)
+            .fold(1.0f64, f64::max);
         (most * 1.15 / 0.2).ceil() * 0.2
     }
 

@@ -378,7 +378,10 @@ pub(crate) mod tests {
                 .ratio_bf16
         };
         let (ra, rb) = (ratio(a), ratio(b));
-        assert!(text.contains(if ra < rb { "lower at" } else { "not lower at" }), "{text}");
+        assert!(
+            text.contains(if ra < rb { "lower at" } else { "not lower at" }),
+            "{text}"
+        );
         assert!(sweep_compare(&[], 10, "1x2", "3x4x5").is_none());
         assert!(sweep_compare(&[], 10, "1x2x3", "3x4x5").unwrap().contains("no sweep"));
     }

@@ -453,7 +453,10 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     }
 
     // The GPU is a column only when rows come from more than one; otherwise the caption names it.
-    let gpus = files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))).count();
+    let gpus = files
+        .iter()
+        .filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f)))
+        .count();
     let mut header = if gpus > 1 { vec!["GPU"] } else { Vec::new() };
     if step.is_none() {
         header.push("step");
@@ -482,7 +485,11 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     let _ = writeln!(out, "|{}|", align.join("|"));
     let mut marks = Marks::default();
     for (file, r) in &rows {
-        let mut cells = if gpus > 1 { vec![file.device.name.clone()] } else { Vec::new() };
+        let mut cells = if gpus > 1 {
+            vec![file.device.name.clone()]
+        } else {
+            Vec::new()
+        };
         if step.is_none() {
             cells.push(r.label());
         }
@@ -1295,7 +1302,10 @@ mod tests {
             .unwrap();
         assert!(text.contains("![TFLOPS ladder on NVIDIA H100 80GB HBM3](figures/ladder-nvidia-h100-80gb-hbm3.svg)"));
         // One GPU: named once above the table, not in a column.
-        assert!(text.contains("On the NVIDIA H100 80GB HBM3:\n\n| step | shape |"), "{text}");
+        assert!(
+            text.contains("On the NVIDIA H100 80GB HBM3:\n\n| step | shape |"),
+            "{text}"
+        );
         assert!(text.contains("| 01 naive | 4096³ | sm_90 | 100 | 1.37 |"), "{text}");
         assert!(text.contains("03 register_tiling"));
         assert!(!text.contains("{{#"));

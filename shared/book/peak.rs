@@ -30,10 +30,7 @@ pub fn bf16_peak_tflops(sms: u32, mhz: u32) -> f64 {
 
 /// `989 TFLOPS`: the datasheet's figure.
 pub fn datasheet_text() -> String {
-    format!(
-        "{:.0} TFLOPS",
-        bf16_peak_tflops(DATASHEET_SMS, DATASHEET_CLOCK_MHZ)
-    )
+    format!("{:.0} TFLOPS", bf16_peak_tflops(DATASHEET_SMS, DATASHEET_CLOCK_MHZ))
 }
 
 /// Whether the peak arithmetic above holds for a device (compute capability 9.x: Hopper).
@@ -109,7 +106,10 @@ pub fn peak_table(files: &[ResultsFile]) -> String {
             .collect();
         if let (Some(lo), Some(hi)) = (medians.iter().min(), medians.iter().max()) {
             let (clock, peak) = if lo == hi {
-                (format!("{lo} MHz"), format!("{:.0} TFLOPS", bf16_peak_tflops(d.sms, *lo)))
+                (
+                    format!("{lo} MHz"),
+                    format!("{:.0} TFLOPS", bf16_peak_tflops(d.sms, *lo)),
+                )
             } else {
                 (
                     format!("{lo}–{hi} MHz"),
@@ -144,9 +144,9 @@ fn spent(t: &Timing) -> f64 {
 /// Every contender timed in a record's loop: the step, cuBLAS, and the baselines and alternative
 /// designs timed beside it.
 fn contenders(r: &StepRecord) -> impl Iterator<Item = &Timing> {
-    let mx = r.mx.iter().flat_map(|m| {
-        std::iter::once(&m.dequantize_then_cublas_bf16).chain(m.cublaslt_fp8_tensorwise.as_ref())
-    });
+    let mx =
+        r.mx.iter()
+            .flat_map(|m| std::iter::once(&m.dequantize_then_cublas_bf16).chain(m.cublaslt_fp8_tensorwise.as_ref()));
     [&r.time, &r.cublas_bf16]
         .into_iter()
         .chain(r.cublas_sgemm.as_ref())
@@ -208,7 +208,10 @@ mod tests {
 
     #[test]
     fn peaks_and_rounds_come_from_the_records() {
-        let mut records = vec![record_of(1, "naive", 4096, 100.0), record_of(10, "persistent", 4096, 0.25)];
+        let mut records = vec![
+            record_of(1, "naive", 4096, 100.0),
+            record_of(10, "persistent", 4096, 0.25),
+        ];
         records[1].clocks = Some(crate::device::nvml::ClockSummary {
             samples: 3,
             sm_mhz_min: 1500,
@@ -222,12 +225,24 @@ mod tests {
         d.compute_capability = "9.0".into();
         d.sms = 132;
         d.sm_clock_mhz = Some(1980);
-        let file = ResultsFile { device: d.clone(), records };
+        let file = ResultsFile {
+            device: d.clone(),
+            records,
+        };
         let table = peak_table(std::slice::from_ref(&file));
-        assert!(table.contains("| 1830 MHz |") && table.contains("989 TFLOPS"), "{table}");
-        assert!(table.contains("| 1980 MHz |") && table.contains("1071 TFLOPS"), "{table}");
+        assert!(
+            table.contains("| 1830 MHz |") && table.contains("989 TFLOPS"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| 1980 MHz |") && table.contains("1071 TFLOPS"),
+            "{table}"
+        );
         // Only the tensor-core step's clock counts: 132 × 4096 × 1515 MHz.
-        assert!(table.contains("| 1515 MHz |") && table.contains("819 TFLOPS"), "{table}");
+        assert!(
+            table.contains("| 1515 MHz |") && table.contains("819 TFLOPS"),
+            "{table}"
+        );
         assert!(peak_at_clock_clause(&file.records[1], &d).contains("819 TFLOPS"));
         assert!(peak_at_clock_clause(&file.records[0], &d).is_empty());
         let mut capped = file.records[1].clone();

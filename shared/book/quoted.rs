@@ -362,7 +362,11 @@ mod tests {
     #[test]
     fn ids_are_unique_and_every_source_is_listed() {
         for source in SOURCES {
-            assert!(source.address.starts_with("https://"), "{} has no address", source.title);
+            assert!(
+                source.address.starts_with("https://"),
+                "{} has no address",
+                source.title
+            );
         }
         let ids: BTreeSet<&str> = QUOTED.iter().map(|q| q.id).collect();
         assert_eq!(ids.len(), QUOTED.len());
