@@ -185,9 +185,9 @@ fn sweep_svg(file: &ResultsFile) -> Result<Option<String>> {
     let Some(data) = SweepData::of(file) else {
         return Ok(None);
     };
-    let n = data.shapes.len();
-    let width = (200 + 130 * n as u32).max(900);
-    let height = 560;
+    // The book's text column (`book/theme/ladder.css`), so that the browser draws it at its own size.
+    let width = 1040;
+    let height = 540;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
@@ -214,16 +214,16 @@ fn draw_sweep(
     };
     root.draw(&Text::new(
         format!("Size sweep on {}: TFLOPS over cuBLAS bf16's", file.device.name),
-        (width as i32 / 2, 14),
-        centred(24),
+        (width as i32 / 2, 12),
+        centred(22),
     ))?;
     root.draw(&Text::new(
         format!(
-            "C = A·Bᵀ, bf16 in, fp32 accumulate · each shape timed in one loop with cuBLAS, launched in turn · compute capability {} · CUDA driver {} · {}",
-            file.device.compute_capability, file.device.driver, data.last_date
+            "C = A·Bᵀ, bf16 in, fp32 accumulate · each shape timed in one loop with cuBLAS, launched in turn · {}",
+            data.last_date
         ),
-        (width as i32 / 2, 42),
-        centred(15),
+        (width as i32 / 2, 40),
+        centred(14),
     ))?;
 
     let n = data.shapes.len();
@@ -231,11 +231,11 @@ fn draw_sweep(
     let ticks = ((y_hi - y_lo) * 10.0).round() as usize + 1;
     let mut chart = ChartBuilder::on(root)
         .margin_top(66)
-        .margin_left(16)
-        .margin_right(24)
+        .margin_left(8)
+        .margin_right(16)
         .margin_bottom(8)
-        .x_label_area_size(60)
-        .y_label_area_size(72)
+        .x_label_area_size(56)
+        .y_label_area_size(64)
         .build_cartesian_2d(0f64..n as f64, y_lo..y_hi)?;
     chart
         .configure_mesh()
@@ -243,9 +243,9 @@ fn draw_sweep(
         .x_labels(0)
         .y_labels(ticks)
         .y_label_formatter(&ratio_tick)
-        .y_desc("TFLOPS ÷ cuBLAS bf16 TFLOPS")
-        .axis_desc_style((FONT, 17))
-        .label_style((FONT, 15))
+        .y_desc("× cuBLAS bf16 (TFLOPS ÷ TFLOPS)")
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 14))
         .bold_line_style(GRID)
         .light_line_style(TRANSPARENT)
         .axis_style(INK)
@@ -257,7 +257,7 @@ fn draw_sweep(
         let (px, py) = chart.backend_coord(&(i as f64 + 0.5, y_lo));
         let row = if stagger && i % 2 == 1 { 20 } else { 0 };
         root.draw(&PathElement::new(vec![(px, py), (px, py + 5 + row)], INK))?;
-        root.draw(&Text::new(sweep::label(*shape), (px, py + 8 + row), centred(15)))?;
+        root.draw(&Text::new(sweep::label(*shape), (px, py + 8 + row), centred(14)))?;
     }
 
     // A thin rule between the square sizes and the LLM-like shapes.
@@ -319,14 +319,18 @@ fn draw_sweep(
             1 => entry.legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, style)),
             _ => entry.legend(move |(x, y)| Rectangle::new([(x + 5, y - 5), (x + 15, y + 5)], style)),
         };
+        // Each ratio above its marker, or below it where the text would sit on cuBLAS's line.
+        let (_, line_py) = chart.backend_coord(&(0.0, 1.0));
         for &(x, r) in &xy {
             let (px, py) = chart.backend_coord(&(x, r));
+            let above = (py - 9 - 16..=py - 9 + 2).contains(&line_py);
+            let (dy, v) = if above { (9, VPos::Top) } else { (-9, VPos::Bottom) };
             root.draw(&Text::new(
                 significant(r, 3),
-                (px, py - 9),
-                TextStyle::from((FONT, 14).into_font())
+                (px, py + dy),
+                TextStyle::from((FONT, 13).into_font())
                     .color(&colour)
-                    .pos(Pos::new(HPos::Center, VPos::Bottom)),
+                    .pos(Pos::new(HPos::Center, v)),
             ))?;
         }
     }
