@@ -14,8 +14,9 @@
 // first, then along N (the "grouped" order of Triton and CUTLASS's swizzle), so the tiles in flight
 // at any moment cover a compact block of C instead of a few whole rows of it.
 //
-// A cluster owns CLUSTER_M · 128 rows × BN columns of C: each block its 128 rows; with CLUSTER_M = 2 the
-// pair shares B as in step 07. The staging buffers of C now carry over from tile to tile, so every
+// A cluster owns CLUSTER_M · 128 rows × CLUSTER_N · BN columns of C, each block 128 × BN of them. A pair
+// along M shares B as in step 07; a pair along N shares A the same way (each block loads half of the
+// A tile into both). The staging buffers of C now carry over from tile to tile, so every
 // chunk, the first of a tile too, waits until its buffer's previous store has read it.
 //
 // Too few tiles to fill the GPU (1024³ has 16 cluster tiles for 66 clusters), or a last wave that
@@ -27,10 +28,11 @@
 // cluster order, before it stores the tile. step.rs chooses, from the shape, how many tiles are
 // data-parallel (whole, as before) and how many are shared this way.
 //
-// And the tile itself is chosen from the shape. BN and CLUSTER_M are compile-time constants, so step.rs
-// compiles this file once per tile shape it may choose (128×256 blocks in step 07's pairs by default,
-// or on their own; 128×128 and 128×64 blocks for shapes whose tiles would leave SMs idle or compute
-// columns that are not there) and launches the one whose modelled time is least.
+// And the tile itself is chosen from the shape. BN, CLUSTER_M and CLUSTER_N are compile-time constants,
+// so step.rs compiles this file once per tile shape it may choose (128×256 blocks on their own by
+// default, or in step 07's pairs; 128×128 and 128×64 blocks, alone or paired, for shapes whose tiles
+// would leave SMs idle or compute columns that are not there) and launches the one whose modelled time
+// is least.
 //
 // One change inside the main loop: a consumer no longer leaves a wgmma group in flight (MMA_IN_FLIGHT).
 // Everything else is step 09's.
@@ -54,8 +56,8 @@
 #ifndef STAGES
 #error "STAGES (depth of the ring of shared-memory tiles) is set by step.rs"
 #endif
-#ifndef CLUSTER_M
-#error "CLUSTER_M (blocks per cluster along M, sharing each B tile) is set by step.rs"
+#if !defined(CLUSTER_M) || !defined(CLUSTER_N)
+#error "CLUSTER_M and CLUSTER_N (blocks per cluster along M, sharing each B tile, or along N, sharing A) are set by step.rs"
 #endif
 #ifndef GROUP_M
 #error "GROUP_M (tile-rows per group of the tile order) is set by step.rs"
@@ -81,9 +83,12 @@ enum : int {
     A_TILE_BYTES = BM * SWIZZLE_BYTES,
     B_TILE_BYTES = BN * SWIZZLE_BYTES,
     STAGE_BYTES = A_TILE_BYTES + B_TILE_BYTES,
+    CLUSTER = CLUSTER_M * CLUSTER_N,     // blocks per cluster
     B_SLICE_ROWS = BN / CLUSTER_M,       // the rows of B each block of the cluster loads for everyone
     B_SLICE_BYTES = B_SLICE_ROWS * SWIZZLE_BYTES,
-    CLUSTER_MASK = (1 << CLUSTER_M) - 1,
+    A_SLICE_ROWS = BM / CLUSTER_N,       // and of A, in a pair along N
+    A_SLICE_BYTES = A_SLICE_ROWS * SWIZZLE_BYTES,
+    CLUSTER_MASK = (1 << CLUSTER) - 1,
     C_BOX_COLUMNS = SWIZZLE_BYTES / 2,   // a TMA store box: WG_ROWS rows × 64 bf16 (128 bytes)
     C_BOX_BYTES = WG_ROWS * SWIZZLE_BYTES,
     C_BOXES = BN / C_BOX_COLUMNS,
@@ -92,7 +97,8 @@ enum : int {
 static_assert(WG_ROWS == 64, "each consumer computes one 64-row wgmma tile");
 static_assert(BN == 256 || BN == 128 || BN == 64, "one wgmma m64nBNk16 covers the tile's columns");
 static_assert(BK * 2 == SWIZZLE_BYTES, "the K tile is one 128-byte swizzled row per matrix row");
-static_assert(A_TILE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
+static_assert(A_SLICE_BYTES % 1024 == 0 && B_SLICE_BYTES % 1024 == 0, "tiles keep 1024-byte alignment");
+static_assert(CLUSTER_M == 1 || CLUSTER_N == 1, "a cluster pairs blocks along M or along N, not both");
 static_assert(STAGES >= 2, "a ring needs two stages to overlap loads and MMAs");
 static_assert(C_BUFFERS == 2, "two staging buffers a consumer: one fills while one drains");
 // setmaxnreg moves registers within what the block got at launch: __launch_bounds__(THREADS, 1) gives
@@ -101,7 +107,7 @@ static_assert((PRODUCER_REGISTERS + CONSUMER_REGISTERS * CONSUMERS) * 128 <= (65
               "the registers the block got at launch");
 
 // ANCHOR: schedule
-// The order of the tiles. A tile here is a cluster's CLUSTER_M · BM rows × BN columns of C (256×256 by default).
+// The order of the tiles. A tile here is a cluster's CLUSTER_M · BM rows × CLUSTER_N · BN columns of C.
 struct TileOrder {
     int tiles_m, tiles_n;  // tiles down M and along N
     __device__ __forceinline__ int count() const { return tiles_m * tiles_n; }
@@ -201,16 +207,16 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     const u32 rank = cluster_ctarank();
     // ANCHOR: tiles
     // The grid is one row of clusters, as many as fit on the GPU at once (or as there are tiles).
-    const int cluster = blockIdx.x / CLUSTER_M;
-    const int clusters = gridDim.x / CLUSTER_M;
-    const TileOrder order{(M + CLUSTER_M * BM - 1) / (CLUSTER_M * BM), (N + BN - 1) / BN};
+    const int cluster = blockIdx.x / CLUSTER;
+    const int clusters = gridDim.x / CLUSTER;
+    const TileOrder order{(M + CLUSTER_M * BM - 1) / (CLUSTER_M * BM), (N + CLUSTER_N * BN - 1) / (CLUSTER_N * BN)};
     const Schedule schedule{order.count(), (K + BK - 1) / BK, clusters, dp_tiles, sk_clusters};
     // This block's rows and columns of C in tile `index`.
     auto origin = [&](int index, int& m0, int& n0) {
         int tile_m, tile_n;
         order.locate(index, tile_m, tile_n);
-        m0 = tile_m * CLUSTER_M * BM + rank * BM;
-        n0 = tile_n * BN;
+        m0 = (tile_m * CLUSTER_M + rank % CLUSTER_M) * BM;
+        n0 = (tile_n * CLUSTER_N + rank / CLUSTER_M) * BN;
     };
     // ANCHOR_END: tiles
 
@@ -221,7 +227,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         if (use_tma_store) tma_prefetch_map(&c_map);
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(&full[s], 1);                       // the producer's expect_tx
-            mbarrier_init(&empty[s], CONSUMERS * CLUSTER_M);  // every consumer of every block
+            mbarrier_init(&empty[s], CONSUMERS * CLUSTER);  // every consumer of every block
         }
         mbarrier_init_fence();
     }
@@ -245,7 +251,12 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     const u32 parity = (it / STAGES) & 1;
                     mbarrier_wait(&empty[stage], parity ^ 1);
                     mbarrier_arrive_expect_bytes(&full[stage], STAGE_BYTES);
-                    tma_load_2d(a_tile(stage), &a_map, &full[stage], t * BK, m0);
+                    if (CLUSTER_N == 1) {
+                        tma_load_2d(a_tile(stage), &a_map, &full[stage], t * BK, m0);
+                    } else {
+                        tma_load_2d_multicast(a_tile(stage) + rank * A_SLICE_BYTES, &a_map, &full[stage], t * BK,
+                                              m0 + rank * A_SLICE_ROWS, CLUSTER_MASK);
+                    }
                     if (CLUSTER_M == 1) {
                         tma_load_2d(b_tile(stage), &b_map, &full[stage], t * BK, n0);
                     } else {
@@ -272,10 +283,11 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
 
         // ANCHOR: release
         // One thread of this warpgroup arrives on the stage's `empty` barrier in every block of the
-        // cluster: each of them multicasts a slice of B into our copy of the stage.
+        // cluster: each of them multicasts a slice of B (or, paired along N, of A) into our copy of
+        // the stage.
         auto release = [&](int stage) {
             if (ctid == 0) {
-                for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);
+                for (u32 r = 0; r < CLUSTER; ++r) mbarrier_arrive_cluster(&empty[stage], r);
             }
         };
         // ANCHOR_END: release
@@ -285,9 +297,9 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // warpgroup, stored in the accumulators' own order (thread ctid's acc[4q .. 4q+3] at float4
         // number 128·q + ctid), so a warp's 16-byte stores and loads are 512 contiguous bytes.
         auto slot = [&](int g) {
-            return reinterpret_cast<float4*>(workspace) + (i64)((g * CLUSTER_M + rank) * CONSUMERS + consumer) * (WG_ROWS * BN / 4);
+            return reinterpret_cast<float4*>(workspace) + (i64)((g * CLUSTER + rank) * CONSUMERS + consumer) * (WG_ROWS * BN / 4);
         };
-        auto flag = [&](int g) { return flags + (g * CLUSTER_M + rank) * CONSUMERS + consumer; };
+        auto flag = [&](int g) { return flags + (g * CLUSTER + rank) * CONSUMERS + consumer; };
         // ANCHOR_END: partials
 
         // ANCHOR: consumer_tiles

@@ -75,43 +75,42 @@ mod hopper {
 
     // ANCHOR: tile_shapes
     /// A tile shape the launch may choose: columns of `C` per block (one `wgmma … m64nBNk16`), blocks
-    /// per cluster along M (sharing each B tile), and the deepest ring that fits beside them.
+    /// per cluster along M (sharing each B tile) or along N (sharing each A tile), and the deepest ring
+    /// that fits beside them.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Tile {
         pub bn: u32,
         pub cluster_m: u32,
+        pub cluster_n: u32,
         pub stages: u32,
+    }
+
+    impl Tile {
+        /// Blocks per cluster.
+        pub const fn blocks(&self) -> u32 {
+            self.cluster_m * self.cluster_n
+        }
+    }
+
+    const fn tile(bn: u32, cluster_m: u32, cluster_n: u32, stages: u32) -> Tile {
+        Tile {
+            bn,
+            cluster_m,
+            cluster_n,
+            stages,
+        }
     }
 
     /// The default first (128×256 blocks on their own), then steps 07–09's pairs of them, and narrower
     /// blocks for shapes that leave SMs idle or the default's columns empty, on their own before in
-    /// pairs. Each ring as deep as fits.
-    pub const TILES: [Tile; 5] = [
-        Tile {
-            bn: BN,
-            cluster_m: CLUSTER_M,
-            stages: STAGES,
-        },
-        Tile {
-            bn: 256,
-            cluster_m: 2,
-            stages: 4,
-        },
-        Tile {
-            bn: 128,
-            cluster_m: 1,
-            stages: 6,
-        },
-        Tile {
-            bn: 128,
-            cluster_m: 2,
-            stages: 6,
-        },
-        Tile {
-            bn: 64,
-            cluster_m: 1,
-            stages: 8,
-        },
+    /// pairs (cuBLAS's pairs of 128×64 blocks along N, sharing A, last). Each ring as deep as fits.
+    pub const TILES: [Tile; 6] = [
+        tile(BN, CLUSTER_M, 1, STAGES),
+        tile(256, 2, 1, 4),
+        tile(128, 1, 1, 6),
+        tile(128, 2, 1, 6),
+        tile(64, 1, 1, 8),
+        tile(64, 1, 2, 8),
     ];
 
     /// What one block's K tile costs, in SM cycles at full rate, for the three resources it uses: the
@@ -125,7 +124,7 @@ mod hopper {
     pub const fn k_tile_cycles(t: Tile) -> u64 {
         let mma = (BM * t.bn * BK / 2048) as u64;
         let smem = ((CONSUMERS * (64 + t.bn) + BM + t.bn) * BK * 2 / 128) as u64;
-        let l2 = ((BM + t.bn / t.cluster_m) * BK * 2 / 64) as u64;
+        let l2 = ((BM / t.cluster_n + t.bn / t.cluster_m) * BK * 2 / 64) as u64;
         let most = if mma > smem { mma } else { smem };
         if most > l2 {
             most
@@ -159,6 +158,7 @@ mod hopper {
                     ("BK", BK as u64),
                     ("STAGES", $tile.stages as u64),
                     ("CLUSTER_M", $tile.cluster_m as u64),
+                    ("CLUSTER_N", $tile.cluster_n as u64),
                     ("GROUP_M", $group as u64),
                     ("MMA_IN_FLIGHT", $in_flight as u64),
                     ("C_BUFFERS", $c_buffers as u64),
@@ -198,12 +198,13 @@ mod hopper {
             )
         };
     }
-    pub static TILE_KERNELS: [KernelFile; 5] = [
+    pub static TILE_KERNELS: [KernelFile; 6] = [
         tile_kernel!(0),
         tile_kernel!(1),
         tile_kernel!(2),
         tile_kernel!(3),
         tile_kernel!(4),
+        tile_kernel!(5),
     ];
 
     /// Experiments timed beside the kernel in its own loop: every tile whole (what stream-K gains or
@@ -247,9 +248,14 @@ mod hopper {
             kernel: tile_kernel!(2),
         },
         Alternative {
-            name: "tile-256x128",
-            design: "always 128×128 blocks in pairs sharing B, a ring of 6",
+            name: "tile-128x128-pairs",
+            design: "always 128×128 blocks in pairs along M sharing B, a ring of 6",
             kernel: tile_kernel!(3),
+        },
+        Alternative {
+            name: "tile-128x64-pairs-n",
+            design: "always 128×64 blocks in pairs along N sharing A (cuBLAS's pairing), a ring of 8",
+            kernel: tile_kernel!(5),
         },
         Alternative {
             name: "tile-128x64",
@@ -374,10 +380,10 @@ mod hopper {
     /// The tile shape for `shape`: the one whose decomposition over the clusters that fit (`fits[i]`
     /// for `TILES[i]`, asked of the driver) has the least modelled time, K tiles × cycles a K tile;
     /// on a tie, the earlier in the list.
-    pub fn choose_tile(shape: crate::check::problem::Shape, fits: [u32; 5]) -> (usize, Decomposition) {
+    pub fn choose_tile(shape: crate::check::problem::Shape, fits: [u32; 6]) -> (usize, Decomposition) {
         let k_tiles = shape.k.div_ceil(BK as usize) as u32;
         let plans = TILES.iter().zip(fits).map(|(t, fit)| {
-            let tiles = shape.tiles(t.cluster_m * BM, t.bn) as u32;
+            let tiles = shape.tiles(t.cluster_m * BM, t.cluster_n * t.bn) as u32;
             Decomposition::choose(tiles, k_tiles, fit, true)
         });
         let costed: Vec<(u64, Decomposition)> = plans
@@ -446,15 +452,15 @@ mod hopper {
     /// encoding three maps costs the host a few microseconds a launch, as long as a 1024³ GEMM takes
     /// on the GPU.
     fn tensor_maps(ops: &GemmOperands, tile: Tile) -> Result<([TensorMap; 3], bool)> {
-        type Key = (u64, u64, u64, crate::check::problem::Shape, u32);
+        type Key = (u64, u64, u64, crate::check::problem::Shape, (u32, u32));
         static MAPS: Mutex<Vec<(Key, [TensorMap; 3], bool)>> = Mutex::new(Vec::new());
         let s = ops.shape;
-        let key = (ops.a, ops.b, ops.c, s, tile.bn / tile.cluster_m);
+        let key = (ops.a, ops.b, ops.c, s, (BM / tile.cluster_n, tile.bn / tile.cluster_m));
         let mut known = MAPS.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, maps, tma_store)) = known.iter().find(|(k, _, _)| *k == key) {
             return Ok((*maps, *tma_store));
         }
-        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
+        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM / tile.cluster_n, BK, TmaSwizzle::B128)?;
         let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, tile.bn / tile.cluster_m, BK, TmaSwizzle::B128)?;
         let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
         if known.len() >= 64 {
@@ -467,10 +473,10 @@ mod hopper {
     /// Tells the harness the tile and decomposition chosen for a shape (the step's own kernel only):
     /// printed once, kept in the record.
     fn announce(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition) {
-        let pairing = if tile.cluster_m > 1 {
-            format!("in clusters of {}", tile.cluster_m)
-        } else {
-            "on their own".to_string()
+        let pairing = match (tile.cluster_m, tile.cluster_n) {
+            (1, 1) => "on their own".to_string(),
+            (m, 1) => format!("in clusters of {m} along M"),
+            (_, n) => format!("in clusters of {n} along N"),
         };
         tell_plan(
             shape,
@@ -490,7 +496,7 @@ mod hopper {
             return launch_with(func, stream, ops, TILES[0], true, true);
         }
         let mut functions = Vec::with_capacity(TILES.len());
-        let mut fits = [0; 5];
+        let mut fits = [0; 6];
         for (i, tile) in TILES.iter().enumerate() {
             let f = if i == 0 {
                 func.clone()
@@ -498,8 +504,8 @@ mod hopper {
                 crate::run::loader::function_in(stream, &TILE_KERNELS[i])?
             };
             let smem = smem_bytes(tile.stages, C_BUFFERS, tile.bn);
-            let launch = persistent_launch(&f, stream, THREADS, smem, tile.cluster_m, usize::MAX)?;
-            fits[i] = launch.config.grid_dim.0 / tile.cluster_m;
+            let launch = persistent_launch(&f, stream, THREADS, smem, tile.blocks(), usize::MAX)?;
+            fits[i] = launch.config.grid_dim.0 / tile.blocks();
             functions.push(f);
         }
         let (best, _) = choose_tile(ops.shape, fits);
@@ -528,19 +534,19 @@ mod hopper {
         // ANCHOR: grid
         // As many clusters as fit on the GPU at once (the driver says how many), then the
         // decomposition of the tiles over them, from the shape.
-        let tiles = s.tiles(tile.cluster_m * BM, tile.bn) as u32;
+        let tiles = s.tiles(tile.cluster_m * BM, tile.cluster_n * tile.bn) as u32;
         let k_tiles = s.k.div_ceil(BK as usize) as u32;
         let smem = smem_bytes(tile.stages, C_BUFFERS, tile.bn);
-        let mut launch = persistent_launch(func, stream, THREADS, smem, tile.cluster_m, usize::MAX)?;
-        let fit = launch.config.grid_dim.0 / tile.cluster_m;
+        let mut launch = persistent_launch(func, stream, THREADS, smem, tile.blocks(), usize::MAX)?;
+        let fit = launch.config.grid_dim.0 / tile.blocks();
         let d = Decomposition::choose(tiles, k_tiles, fit, stream_k);
-        launch.config.grid_dim.0 = d.clusters * tile.cluster_m;
+        launch.config.grid_dim.0 = d.clusters * tile.blocks();
         // ANCHOR_END: grid
         if tell {
             announce(s, tile, &d);
         }
         let (partials, flags) = if d.sk_clusters > 0 {
-            workspace(stream, d.clusters * tile.cluster_m, tile.bn)?
+            workspace(stream, d.clusters * tile.blocks(), tile.bn)?
         } else {
             (0, 0)
         };
@@ -561,8 +567,8 @@ mod hopper {
         use super::*;
 
         /// The clusters the driver answers on a 132-SM H100 for each of `TILES`: pairs 66, single 132.
-        fn h100_fits() -> [u32; 5] {
-            TILES.map(|t| 132 / t.cluster_m)
+        fn h100_fits() -> [u32; 6] {
+            TILES.map(|t| 132 / t.blocks())
         }
 
         #[test]
@@ -576,10 +582,14 @@ mod hopper {
         #[test]
         fn small_and_skinny_shapes_take_narrow_tiles() {
             use crate::check::problem::Shape;
-            // 1024³: 32 default tiles for 132 SMs, 16 K tiles each; 128 tiles of 128×64 keep 128 SMs
-            // busy at 448 cycles a K tile instead of 32 at 1024.
+            // 1024³: 32 default tiles for 132 SMs, 16 K tiles each; 128 blocks of 128×64 keep 128 SMs
+            // busy at 448 cycles a K tile instead of 32 at 1024 (on their own: a tie with the pairs
+            // along N, which the list breaks).
             let (i, d) = choose_tile(Shape::square(1024), h100_fits());
-            assert_eq!((TILES[i].bn, d.clusters), (64, 128));
+            assert_eq!(
+                (TILES[i].bn, TILES[i].cluster_n, d.clusters * TILES[i].blocks()),
+                (64, 1, 128)
+            );
             // 8192×128×8192: the default's 256 columns are half empty; 128 columns fill the tile.
             let (i, _) = choose_tile(Shape::new(8192, 128, 8192), h100_fits());
             assert_eq!(TILES[i].bn, 128);
@@ -591,14 +601,7 @@ mod hopper {
             // halves its L2 reads, which are not the limit; 128×128 is held by the shared memory.
             assert_eq!(k_tile_cycles(TILES[0]), 1024);
             assert_eq!(k_tile_cycles(TILES[1]), 1024);
-            assert_eq!(
-                k_tile_cycles(Tile {
-                    bn: 128,
-                    cluster_m: 1,
-                    stages: 6
-                }),
-                640
-            );
+            assert_eq!(k_tile_cycles(tile(128, 1, 1, 6)), 640);
         }
 
         #[test]

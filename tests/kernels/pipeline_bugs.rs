@@ -21,6 +21,9 @@ pub struct PipelineBug {
     /// Why the kernel can never finish.
     pub why: &'static str,
     pub edit: Edit,
+    /// Hangs only a kernel whose blocks come in clusters of more than one (step 10's default block
+    /// is on its own: releasing locally is all it must do).
+    pub clustered_only: bool,
 }
 
 /// The warp-specialised steps whose Hopper kernels get the bugs planted.
@@ -41,24 +44,27 @@ pub const BUGS: &[PipelineBug] = &[
             find: "mbarrier_wait(&empty[stage], parity ^ 1);",
             replace: "mbarrier_wait(&empty[stage], parity);  // PLANTED BUG: should be parity ^ 1",
         },
+        clustered_only: false,
     },
     PipelineBug {
         name: "never_released",
         why: "the consumers never arrive on `empty`: once the ring has gone round, the producer waits \
               for a release that never comes, and the consumers for a tile it never loads",
         edit: Edit {
-            find: "for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);",
-            replace: "(void)stage;  // PLANTED BUG: the stage is never released",
+            find: "mbarrier_arrive_cluster(&empty[stage], r);",
+            replace: "(void)r;  // PLANTED BUG: the stage is never released",
         },
+        clustered_only: false,
     },
     PipelineBug {
         name: "released_only_locally",
         why: "each consumer releases the stage in its own block only, so `empty` (which expects an \
               arrival from every consumer of the cluster) gets half its arrivals and never completes",
         edit: Edit {
-            find: "for (u32 r = 0; r < CLUSTER_M; ++r) mbarrier_arrive_cluster(&empty[stage], r);",
-            replace: "mbarrier_arrive_cluster(&empty[stage], rank);  // PLANTED BUG: not every block of the cluster",
+            find: "mbarrier_arrive_cluster(&empty[stage], r);",
+            replace: "if (r == rank) mbarrier_arrive_cluster(&empty[stage], rank);  // PLANTED BUG: not every block of the cluster",
         },
+        clustered_only: true,
     },
 ];
 
@@ -85,11 +91,23 @@ pub fn planted(step: &'static Step, bug: &PipelineBug) -> KernelFile {
     }
 }
 
-/// Every (step, bug) pair, planted.
+/// Blocks per cluster of the step's Hopper kernel, from its defines.
+pub fn cluster_blocks(step: &'static Step) -> u64 {
+    let define = |name: &str| {
+        hopper_kernel(step)
+            .defines
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(1, |(_, v)| *v)
+    };
+    define("CLUSTER_M") * define("CLUSTER_N")
+}
+
+/// Every (step, bug) pair that hangs that step's kernel, planted.
 pub fn all_planted() -> Vec<(&'static Step, &'static PipelineBug, KernelFile)> {
     let mut all = Vec::new();
     for step in steps() {
-        for bug in BUGS {
+        for bug in BUGS.iter().filter(|b| !b.clustered_only || cluster_blocks(step) > 1) {
             all.push((step, bug, planted(step, bug)));
         }
     }
