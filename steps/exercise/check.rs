@@ -33,7 +33,7 @@ pub struct CheckOptions {
     #[arg(long, allow_negative_numbers = true)]
     pub predict: Option<f64>,
     /// Check this file instead of yours in exercises/ (not recorded in the progress file).
-    #[arg(long, conflicts_with = "all")]
+    #[arg(long)]
     pub file: Option<PathBuf>,
     /// Side of the square shape, M = N = K (the ragged ones are fixed).
     #[arg(long, default_value_t = 1024)]
@@ -59,7 +59,12 @@ impl CheckOptions {
         if let Some(f) = &self.file {
             args.extend(["--file".into(), f.display().to_string()]);
         }
-        args.extend(["--size".into(), self.size.to_string(), "--seed".into(), self.seed.to_string()]);
+        args.extend([
+            "--size".into(),
+            self.size.to_string(),
+            "--seed".into(),
+            self.seed.to_string(),
+        ]);
         if let Some(i) = self.iters {
             args.extend(["--iters".into(), i.to_string()]);
         }
@@ -534,7 +539,9 @@ pub fn check_all(options: &CheckOptions) -> Result<Ending> {
         println!("not complete: exit status 1");
         Ending::NotPassed
     } else if compiled > 0 {
-        println!("nothing failed, but {compiled} need a GPU for their verdict: run the same command on one (exit status 6)");
+        println!(
+            "nothing failed, but {compiled} need a GPU for their verdict: run the same command on one (exit status 6)"
+        );
         Ending::NotVerified
     } else {
         println!("every exercise passed");

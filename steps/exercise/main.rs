@@ -84,7 +84,7 @@ enum Command {
         #[arg(required_unless_present = "all")]
         id: Option<String>,
         /// Every exercise of the student's folder, each in its own process, then a summary.
-        #[arg(long, conflicts_with = "id")]
+        #[arg(long, conflicts_with_all = ["id", "file"])]
         all: bool,
         #[command(flatten)]
         options: CheckOptions,
@@ -361,12 +361,7 @@ fn solution(id: &str) -> Result<()> {
             ex.id, ex.id
         )));
     }
-    println!(
-        "exercise {} · {} · {}: the lesson",
-        ex.id,
-        ex.kind.describe(),
-        ex.title
-    );
+    println!("exercise {} · {} · {}: the lesson", ex.id, ex.kind.describe(), ex.title);
     print!("{}", ex.lesson()?);
     match (ex.answer, &ex.prediction) {
         (Some(answer), _) => println!("why: {answer}"),
@@ -374,4 +369,16 @@ fn solution(id: &str) -> Result<()> {
         (None, None) => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent_and_its_help_fits_100_columns() {
+        use clap::CommandFactory;
+        Args::command().debug_assert();
+        assert!(AFTER_HELP.lines().all(|l| l.chars().count() <= 100), "{AFTER_HELP}");
+    }
 }

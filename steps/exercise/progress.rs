@@ -70,10 +70,14 @@ impl Progress {
         }
     }
 
+    /// Writes the file whole or not at all (a file beside it, renamed over it): a check that is
+    /// stopped, or one of `watch`'s checks, never leaves half a file for the next reader.
     pub fn save(&self) -> Result<()> {
         let path = path();
         let text = serde_json::to_string_pretty(self).map_err(|e| Error::Other(e.to_string()))?;
-        std::fs::write(&path, text + "\n").map_err(Error::io(format!("writing {}", path.display())))
+        let beside = PathBuf::from(format!("{}.{}.tmp", path.display(), std::process::id()));
+        std::fs::write(&beside, text + "\n").map_err(Error::io(format!("writing {}", beside.display())))?;
+        std::fs::rename(&beside, &path).map_err(Error::io(format!("writing {}", path.display())))
     }
 
     pub fn entry(&mut self, id: &str) -> &mut Entry {

@@ -90,7 +90,9 @@ pub fn rows(progress: &Progress, student: &str) -> Vec<Row> {
 pub fn write_csv(rows: &[Row], out: impl std::io::Write) -> Result<()> {
     let mut writer = csv::Writer::from_writer(out);
     for row in rows {
-        writer.serialize(row).map_err(|e| Error::Other(format!("writing CSV: {e}")))?;
+        writer
+            .serialize(row)
+            .map_err(|e| Error::Other(format!("writing CSV: {e}")))?;
     }
     writer.flush().map_err(Error::io("writing CSV"))
 }
@@ -102,7 +104,10 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
     let mut reader = csv::Reader::from_path(path).map_err(|e| not_a_report(e.to_string()))?;
     let header = reader.headers().map_err(|e| not_a_report(e.to_string()))?;
     if header.iter().ne(HEADER) {
-        return Err(not_a_report(format!("its header is `{}`", header.iter().collect::<Vec<_>>().join(","))));
+        return Err(not_a_report(format!(
+            "its header is `{}`",
+            header.iter().collect::<Vec<_>>().join(",")
+        )));
     }
     reader
         .deserialize()
@@ -123,7 +128,12 @@ struct StudentRow {
 }
 
 fn number(v: Option<f64>) -> String {
-    v.map_or("—".into(), |v| format!("{v:.3}").trim_end_matches('0').trim_end_matches('.').to_string())
+    v.map_or("—".into(), |v| {
+        format!("{v:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    })
 }
 
 /// `2026-11-24T08:50:49Z` as `2026-11-24 08:50`, to keep the table narrow.
@@ -230,7 +240,7 @@ struct ClassRow {
     not_tried: usize,
     attempts: u32,
     hints: u32,
-    #[tabled(rename = "last checked (UTC)")]
+    #[tabled(rename = "last (UTC)")]
     last: String,
 }
 
