@@ -8,7 +8,15 @@
 //! the book names every exercise's file and command. The `exercise` binary itself, on a temporary
 //! student folder: `start` (with and without an id) writes the starter, `reset` writes it again and
 //! keeps the student's version, `check` reports a gap with file:line and exit code 5 and refuses a
-//! file not started, a prediction is required on a non-terminal stdin, hints are counted.
+//! file not started, a prediction is required on a non-terminal stdin, hints are counted. The
+//! classroom loop: `list` fits 100 columns and marks the exercises a compiler can complete;
+//! `solution` refuses with one line before a pass and shows each edit undone after; without a GPU,
+//! `check` says what it did and what is left, with exit status 6, and a second check of an
+//! unchanged file is not another attempt; `watch` starts at the first exercise not passed and moves
+//! on when it passes; `check --all` grades a folder in one line per exercise (exit 1 for a half-done
+//! folder; for every solution 0 on a GPU, 6 without); `report --csv` parses back with as many
+//! fields in every row as in its header, names the student (`--student`, git, login), and `report
+//! --merge` gathers two students and refuses a file that is not a report.
 //!
 //! On a GPU (skipped without one): `exercise check` on every untouched starter fails (verification,
 //! exit 1; hung, exit 3; or, for a fill-the-gap, the compile error, exit 5), except the

@@ -1,6 +1,6 @@
 //! The classroom exercises: each step lists its own in `steps/stepNN_name/exercises.rs`; this file only
 //! gathers them, in ladder order. The `exercise` binary (`start`, `list`, `check`, `hint`, `reset`,
-//! `watch`, `report`) and `tests/exercises.rs` read them from here.
+//! `watch`, `solution`, `report`) and `tests/exercises.rs` read them from here.
 //!
 //! An exercise is not a copy of a kernel: it is a short list of exact [`Edit`]s of the step's own
 //! kernel for the architecture the GPU runs (`kernel.cu` for steps 01–03, `sm90.cu` for 04–11) that
