@@ -39,7 +39,7 @@ pub struct CheckOptions {
     #[arg(long, default_value_t = 1024)]
     pub size: usize,
     /// Timed rounds (default: about a second's worth).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub iters: Option<u32>,
     /// Seed for the random inputs.
     #[arg(long, default_value_t = 1)]
@@ -135,6 +135,10 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
         ex.kind.describe(),
         ex.title
     );
+    // A shape the step refuses is a usage error before anything is compiled, GPU or not.
+    for shape in ex.shapes(options.size) {
+        ex.step_def().format.check(shape, &format!("exercise {}", ex.id))?;
+    }
     let prediction = match &ex.prediction {
         Some(p) => Some(ask_prediction(ex, p, options.predict)?),
         None => None,
@@ -413,7 +417,7 @@ fn time_at(
 /// The columns `check --all`'s lines are cut to.
 const LINE_COLUMNS: usize = 100;
 
-/// What one exercise came to under `check --all`.
+/// What one exercise came to under `check --all` (in the order the summary counts them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
     Pass,
@@ -423,6 +427,18 @@ enum Verdict {
     Fail,
     /// No file, or no prediction yet: the student has not done it.
     NotStarted,
+}
+
+impl Verdict {
+    /// The word on the exercise's line.
+    fn word(&self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::NotVerified => "compiled",
+            Verdict::Fail => "FAIL",
+            Verdict::NotStarted => "not done",
+        }
+    }
 }
 
 /// The line's reason: the summary for a pass or a compile-only, else the first line that names the
@@ -477,7 +493,6 @@ pub fn check_all(options: &CheckOptions) -> Result<Ending> {
         crate::progress::path().display()
     );
     let mut counts = [0usize; 4];
-    let order = [Verdict::Pass, Verdict::NotVerified, Verdict::Fail, Verdict::NotStarted];
     for ex in exercise::all() {
         let (path, _) = student_file(ex);
         let recorded = progress.exercises.get(ex.id).and_then(|e| e.prediction);
@@ -520,14 +535,11 @@ pub fn check_all(options: &CheckOptions) -> Result<Ending> {
             }
             (verdict, why)
         };
-        counts[order.iter().position(|v| *v == verdict).expect("a verdict")] += 1;
-        let word = match verdict {
-            Verdict::Pass => "pass",
-            Verdict::NotVerified => "compiled",
-            Verdict::Fail => "FAIL",
-            Verdict::NotStarted => "not done",
-        };
-        println!("{}", cut(&format!("{}  {word:<9} {why}", ex.id), LINE_COLUMNS));
+        counts[verdict as usize] += 1;
+        println!(
+            "{}",
+            cut(&format!("{}  {:<9} {why}", ex.id, verdict.word()), LINE_COLUMNS)
+        );
     }
     let [passed, compiled, failed, not_started] = counts;
     println!(
@@ -540,7 +552,7 @@ pub fn check_all(options: &CheckOptions) -> Result<Ending> {
         Ending::NotPassed
     } else if compiled > 0 {
         println!(
-            "nothing failed, but {compiled} need a GPU for their verdict: run the same command on one (exit status 6)"
+            "nothing failed; {compiled} need a GPU for their verdict: run the same command on one (exit status 6)"
         );
         Ending::NotVerified
     } else {

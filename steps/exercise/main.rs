@@ -84,7 +84,7 @@ enum Command {
         #[arg(required_unless_present = "all")]
         id: Option<String>,
         /// Every exercise of the student's folder, each in its own process, then a summary.
-        #[arg(long, conflicts_with_all = ["id", "file"])]
+        #[arg(long, conflicts_with_all = ["id", "file", "predict"])]
         all: bool,
         #[command(flatten)]
         options: CheckOptions,
