@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-target/evidence-out}
 BIN=${BIN:-.bin}
 SIZE=${SIZE:-4096}
-ITERS=${ITERS:-20}
+ITERS=${ITERS:-}  # empty: the program's own (about a second's worth of rounds, 5 to 200)
 mkdir -p "$OUT"
 LOG="$OUT/evidence.log"
 : >"$LOG"
@@ -44,7 +44,7 @@ say "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/
 say "ncu: $(command -v ncu || echo 'not found') $(ncu --version 2>/dev/null | tail -1)"
 for n in 01 02 03 04 05 06 07 08 09 10 11; do
     if [ "$(date +%s)" -ge "$profile_deadline" ]; then say "step$n --profile skipped: out of time"; continue; fi
-    run 100 "$BIN/step$n" --profile --size "$SIZE" --iters "$ITERS"
+    run 100 "$BIN/step$n" --profile --size "$SIZE" ${ITERS:+--iters "$ITERS"}
 done
 for n in 08 09 10 11; do
     if [ "$(date +%s)" -ge "$timeline_deadline" ]; then say "step$n --timeline skipped: out of time"; continue; fi

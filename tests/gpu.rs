@@ -165,3 +165,34 @@ fn a_kernel_that_never_finishes_is_reported_as_hung() {
         "{stderr}"
     );
 }
+
+/// A persistent step's record keeps how many clusters the driver said fit (`cuOccupancyMaxActiveClusters`),
+/// the number its grid and its chapter's wave counts rest on.
+#[test]
+fn a_persistent_run_records_how_many_clusters_fit() {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu_or_skip("a_persistent_run_records_how_many_clusters_fit") else {
+        return;
+    };
+    let mut session = Session::new(gpu, Shape::square(1024), 11).unwrap_or_else(|e| panic!("{e}"));
+    let timed = RunOptions {
+        check_only: false,
+        iters: Some(2),
+    };
+    let outcome = match session.run_step(10, &timed) {
+        Ok(outcome) => outcome,
+        Err(e @ gemm_ladder::error::Error::Unsupported { .. }) => {
+            println!("skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("step10: {e}"),
+    };
+    let record = outcome.record.expect("a timed run makes a record");
+    let fit = record
+        .profile
+        .and_then(|p| p.computed.clusters_fit)
+        .expect("step 10's record keeps the driver's answer");
+    assert_eq!(fit.cluster_blocks, 2);
+    assert!(fit.clusters >= 1, "{fit:?}");
+    println!("step10: {} clusters of {} blocks fit", fit.clusters, fit.cluster_blocks);
+}

@@ -153,7 +153,7 @@ pub(super) fn bytes_text(bytes: u64) -> String {
 
 /// How one record was timed, and the clocks it ran at, in a sentence (the tables have no room for a
 /// clock column: mdBook's text column is 750 px wide, which they already overflow).
-pub(super) fn timing_text(r: &StepRecord) -> String {
+pub(super) fn timing_text(r: &StepRecord, device: &crate::run::results::DeviceInfo) -> String {
     let references = if r.cublas_sgemm.is_some() {
         "cuBLAS bf16 and cuBLAS SGEMM"
     } else {
@@ -161,8 +161,9 @@ pub(super) fn timing_text(r: &StepRecord) -> String {
     };
     let mut text = match r.timing_method {
         TimingMethod::Alternating => format!(
-            "timed in one loop with {references}, launched in turn, {} launches each{}",
+            "timed in one loop with {references}, launched in turn, {} launches each{}{}",
             r.time.runs,
+            crate::book::peak::timed_span_clause(r),
             r.warmup_ms
                 .map(|ms| format!(" after {} s of untimed warm-up", significant(ms / 1e3, 2)))
                 .unwrap_or_default()
@@ -179,7 +180,13 @@ pub(super) fn timing_text(r: &StepRecord) -> String {
     );
     match &r.clocks {
         Some(c) => {
-            let _ = write!(text, "; SM clock {} over {} readings", c.sm_text(), c.samples);
+            let _ = write!(
+                text,
+                "; SM clock {}{} over {} readings",
+                c.sm_text(),
+                crate::book::peak::peak_at_clock_clause(r, device),
+                c.samples
+            );
             let power = c.power_text();
             if !power.is_empty() {
                 let _ = write!(text, ", {power}");

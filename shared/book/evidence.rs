@@ -5,6 +5,10 @@
 //! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's, per GPU  |
 //! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
+//! | `{{#ladder-evidence-value step06 KEY}}` | inline: one quantity of the step's evidence, per GPU |
+//! | `{{#ladder-evidence-delta step07 KEY}}` | inline: the quantity of the predecessor → of the step (change) |
+//! | `{{#ladder-timeline-share step08 epilogue}}` | inline: the consumers' share of time in a part, from the timeline |
+//! | `{{#ladder-clusters step10}}`  | inline: how many clusters fit, as the driver answered (per GPU)  |
 //! | `{{#ladder-quoted}}`           | every number quoted from another text ([`crate::book::quoted`])        |
 //! | `{{#ladder-quote gau-v6}}`     | one quoted number, inline: `1476 TFLOPS`                         |
 //! | `{{#ladder-sources}}`          | the list of source texts                                         |
@@ -147,7 +151,15 @@ const ROWS: &[Row] = &[
             c.blocks_per_sm.map_or("—".into(), |b| b.to_string())
         ))
     }),
+    ("clusters that fit on the GPU (the driver's answer)", |_, p| {
+        p.computed
+            .clusters_fit
+            .map(|f| format!("{} of {} blocks", f.clusters, f.cluster_blocks))
+    }),
     ("registers a thread", |r, _| r.registers.map(|v| v.to_string())),
+    ("local memory a thread (spills; 0 B: none)", |r, _| {
+        r.local_bytes.map(|b| format!("{b} B"))
+    }),
     ("top stall reasons (warps per issue)", |_, p| {
         let stalls = &p.ncu.as_ref()?.stalls;
         (!stalls.is_empty()).then(|| {
@@ -348,6 +360,173 @@ pub fn l2_roofline(files: &[ResultsFile]) -> String {
     }
 }
 
+/// One quantity of a record's evidence, for the inline directives: its value and how it prints.
+/// `l2_bytes` (L2 ↔ SM traffic), `flops_per_l2_byte`, `dram_bytes` (read + written), or any key of
+/// Nsight Compute's values ([`crate::evidence::QUANTITIES`]; `…_pct` print as percentages).
+fn evidence_quantity(r: &StepRecord, key: &str) -> Option<(f64, String)> {
+    let p = r.profile.as_ref()?;
+    let value = match key {
+        "l2_bytes" => return ncu_value(p, "l2_sectors").map(|s| (32.0 * s, mb(32.0 * s))),
+        "flops_per_l2_byte" => {
+            let f = p.computed.flops / (32.0 * ncu_value(p, "l2_sectors")?);
+            return Some((f, significant(f, 3)));
+        }
+        "dram_bytes" => {
+            let b = ncu_value(p, "dram_read_bytes")? + ncu_value(p, "dram_write_bytes")?;
+            return Some((b, mb(b)));
+        }
+        _ => ncu_value(p, key)?,
+    };
+    Some((
+        value,
+        if key.ends_with("_pct") {
+            pct(value)
+        } else {
+            count(value)
+        },
+    ))
+}
+
+/// Whether `key` names a quantity [`evidence_quantity`] knows.
+fn is_evidence_key(key: &str) -> bool {
+    matches!(key, "l2_bytes" | "flops_per_l2_byte" | "dram_bytes")
+        || crate::evidence::QUANTITIES.iter().any(|q| q.key == key)
+}
+
+/// `{{#ladder-evidence-value stepNN KEY}}`: one quantity of the chapter's record, inline, per GPU.
+/// `None` for an unknown key.
+pub fn evidence_value(files: &[ResultsFile], step: u8, key: &str) -> Option<String> {
+    if !is_evidence_key(key) {
+        return None;
+    }
+    let parts: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let (_, text) = evidence_quantity(chapter_record(file, step)?, key)?;
+            Some(if files.len() > 1 {
+                format!("{text} on the {}", file.device.name)
+            } else {
+                text
+            })
+        })
+        .collect();
+    Some(if parts.is_empty() {
+        format!("(not profiled yet: `cargo run --release --bin step{step:02} -- --profile` records it)")
+    } else {
+        parts.join(", ")
+    })
+}
+
+/// `{{#ladder-evidence-delta stepNN KEY}}`: one quantity of the step's predecessor and of the step,
+/// and the change, inline, per GPU: `1.83 GB → 1.61 GB (−12 %)`. `None` for an unknown key.
+pub fn evidence_delta(files: &[ResultsFile], step: u8, key: &str) -> Option<String> {
+    if !is_evidence_key(key) {
+        return None;
+    }
+    let previous = crate::run::steps::get(step).ok().and_then(|s| s.predecessor)?;
+    let parts: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let (a, a_text) = evidence_quantity(chapter_record(file, previous)?, key)?;
+            let (b, b_text) = evidence_quantity(chapter_record(file, step)?, key)?;
+            // A share (a percentage) reads better as its two values than as a change of a change.
+            let change = if a != 0.0 && !key.ends_with("_pct") {
+                format!(" ({:+.0} %)", 100.0 * (b / a - 1.0)).replace('-', "−")
+            } else {
+                String::new()
+            };
+            let on = if files.len() > 1 {
+                format!(" on the {}", file.device.name)
+            } else {
+                String::new()
+            };
+            Some(format!("{a_text} → {b_text}{change}{on}"))
+        })
+        .collect();
+    Some(if parts.is_empty() {
+        format!("(not profiled yet for step{previous:02} and step{step:02}: `--profile` records it)")
+    } else {
+        parts.join(", ")
+    })
+}
+
+/// `{{#ladder-timeline-share stepNN PART}}`: the share of their time the drawn consumers of the
+/// step's recorded timeline spent in `PART` (`epilogue`, `mma`, `convert`, `mma_wait`, `stage_wait`,
+/// `barrier`), per GPU, inline. `None` for an unknown part.
+pub fn timeline_share(book_dir: Option<&Path>, step: u8, part: &str) -> Option<String> {
+    let pick = |s: &timeline::Summary| match part {
+        "epilogue" => s.consumer_epilogue_share,
+        "mma" => s.consumer_mma_share,
+        "convert" => s.consumer_convert_share,
+        "mma_wait" => s.consumer_mma_wait_share,
+        "stage_wait" => s.consumer_stage_wait_share,
+        _ => s.consumer_barrier_share,
+    };
+    if !["epilogue", "mma", "convert", "mma_wait", "stage_wait", "barrier"].contains(&part) {
+        return None;
+    }
+    let dir = book_dir.map(|b| crate::run::results::results_dir(b).join("timelines"));
+    let mut traces: Vec<_> = dir
+        .iter()
+        .flat_map(std::fs::read_dir)
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("timeline-step{step:02}-")) && n.ends_with(".json"))
+        })
+        .collect();
+    traces.sort();
+    let summaries: Vec<timeline::Summary> = traces.iter().filter_map(|t| timeline::load_summary(t)).collect();
+    let mut parts = Vec::new();
+    for s in &summaries {
+        let share = pick(s);
+        parts.push(if summaries.len() > 1 {
+            format!("{:.1} % on the {}", 100.0 * share, s.gpu)
+        } else {
+            format!("{:.1} %", 100.0 * share)
+        });
+    }
+    if parts.is_empty() {
+        return Some(format!(
+            "(no timeline of step{step:02} recorded yet: `cargo run --release --bin step{step:02} -- --timeline` records one)"
+        ));
+    }
+    Some(parts.join(", "))
+}
+
+/// `{{#ladder-clusters stepNN}}`: how many clusters of the step's kernel fit on each GPU at once, as
+/// the driver answered with the chapter's run; for a record without the answer (made before it was
+/// kept), the count an SM per block and two blocks a cluster would give, said to be that.
+pub fn clusters_text(files: &[ResultsFile], step: u8) -> String {
+    let parts: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let r = chapter_record(file, step)?;
+            let fit = r.profile.as_ref().and_then(|p| p.computed.clusters_fit);
+            Some(match fit {
+                Some(f) => format!(
+                    "{} clusters on the {} (the driver's answer, recorded with the run)",
+                    f.clusters, file.device.name
+                ),
+                None => format!(
+                    "{} clusters on the {} if every group of SMs has an even count ({} SMs, two to a cluster; this record predates keeping the driver's answer)",
+                    file.device.sms / 2,
+                    file.device.name,
+                    file.device.sms
+                ),
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("as many clusters as the driver answers (nothing is recorded for step{step:02} yet)")
+    } else {
+        parts.join("; ")
+    }
+}
+
 /// `{{#ladder-quoted}}`: every quoted number, with its source.
 pub fn quoted_table() -> String {
     let mut out = String::from(
@@ -376,7 +555,7 @@ pub fn quote(id: &str) -> Option<String> {
     quoted::get(id).map(|q| format!("{} TFLOPS", q.tflops))
 }
 
-/// `{{#ladder-sources}}`: the texts the ladder follows, with their authors and addresses.
+/// `{{#ladder-sources}}`: the texts the ladder follows, with their authors, addresses and steps.
 pub fn sources_list() -> String {
     let mut out = String::new();
     let mut seen: Vec<&str> = Vec::new();
@@ -385,20 +564,15 @@ pub fn sources_list() -> String {
             continue;
         }
         seen.push(s.title);
-        let address = if s.address.is_empty() {
-            String::new()
-        } else {
-            format!(" <{}>", s.address)
-        };
-        let seed = if s.seed.is_empty() {
-            String::new()
-        } else {
-            format!(" The project's copy: `{}`.", s.seed)
-        };
+        let several = s.steps.contains(',') || s.steps.contains(" to ");
         let _ = writeln!(
             out,
-            "- **{}** — {}.{address} Steps {}.{seed}",
-            s.title, s.authors, s.steps
+            "- **{}** — {}. <{}> {} {}.",
+            s.title,
+            s.authors,
+            s.address,
+            if several { "Steps" } else { "Step" },
+            s.steps
         );
     }
     out
@@ -506,6 +680,70 @@ mod tests {
         let text = timeline_section(Some(dir.path()), 8, Path::new("step08-pipeline.md"));
         assert!(text.contains("](figures/timeline-step08-nvidia-h200.svg)"), "{text}");
         assert!(timeline_section(Some(dir.path()), 9, Path::new("x.md")).starts_with("No timeline"));
+    }
+
+    #[test]
+    fn the_cluster_count_is_the_driver_s_answer_once_recorded() {
+        let mut d = device("NVIDIA H200");
+        d.sms = 132;
+        let mut file = ResultsFile {
+            device: d,
+            records: vec![profiled(10, "persistent", false)],
+        };
+        let before = clusters_text(std::slice::from_ref(&file), 10);
+        assert!(
+            before.contains("66 clusters") && before.contains("predates"),
+            "{before}"
+        );
+        file.records[0].profile.as_mut().unwrap().computed.clusters_fit = Some(crate::evidence::ClustersFit {
+            cluster_blocks: 2,
+            clusters: 64,
+        });
+        let after = clusters_text(std::slice::from_ref(&file), 10);
+        assert!(
+            after.contains("64 clusters") && after.contains("driver's answer"),
+            "{after}"
+        );
+        let table = evidence_table(std::slice::from_ref(&file), 10);
+        assert!(
+            table.contains("| clusters that fit on the GPU (the driver's answer) | 64 of 2 blocks |"),
+            "{table}"
+        );
+        assert!(clusters_text(&[], 10).contains("nothing is recorded"));
+    }
+
+    #[test]
+    fn timeline_shares_read_inline_from_the_committed_traces() {
+        let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("book");
+        let share = timeline_share(Some(&book), 8, "epilogue").unwrap();
+        assert!(share.ends_with(" %") || share.contains("no timeline"), "{share}");
+        assert!(timeline_share(Some(&book), 8, "lunch").is_none());
+        assert!(timeline_share(None, 8, "mma")
+            .unwrap()
+            .contains("no timeline of step08"));
+    }
+
+    #[test]
+    fn evidence_reads_inline_with_its_change() {
+        let file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![profiled(6, "tma_store", true), profiled(7, "multicast", true)],
+        };
+        let mut files = vec![file];
+        files[0].records[1]
+            .profile
+            .as_mut()
+            .unwrap()
+            .ncu
+            .as_mut()
+            .unwrap()
+            .values
+            .insert("l2_sectors".into(), 0.75 * 67_108_864.0);
+        let delta = evidence_delta(&files, 7, "l2_bytes").unwrap();
+        assert!(delta.contains("2.15 GB → 1.61 GB (−25 %)"), "{delta}");
+        assert_eq!(evidence_value(&files, 7, "tensor_pipe_pct").as_deref(), Some("62.5%"));
+        assert!(evidence_value(&files, 7, "no_such_key").is_none());
+        assert!(evidence_value(&files, 9, "l2_bytes").unwrap().contains("not profiled"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub fn ladder_svg_path(book_dir: &Path, slug: &str) -> PathBuf {
 
 const CUBLAS_SGEMM: RGBColor = RGBColor(90, 90, 90);
 /// The quoted B200 series (hollow markers): colours no measured series uses.
-const QUOTED: [RGBColor; 2] = [RGBColor(0, 130, 130), RGBColor(170, 50, 130)];
+const QUOTED: [RGBColor; 3] = [RGBColor(0, 130, 130), RGBColor(170, 50, 130), RGBColor(150, 120, 0)];
 
 /// Draws the TFLOPS ladder of one GPU into `out` (an SVG file).
 pub fn render_ladder(file: &ResultsFile, out: &Path) -> Result<()> {
@@ -70,31 +70,25 @@ fn log_tick_label(v: f64) -> String {
 /// A quoted series as the figure draws it: (source key, legend label, [(x slot, TFLOPS)]).
 type QuotedSeries = (&'static str, String, Vec<(usize, f64)>);
 
+/// One recorded run as the figure draws it: the step's TFLOPS and, from the same alternating loop,
+/// cuBLAS's (runs at different clocks are never compared through one shared cuBLAS value).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Point {
+    step: u8,
+    tflops: f64,
+    cublas_bf16: f64,
+    cublas_sgemm: Option<f64>,
+    ratio_bf16: f64,
+}
+
 /// What the ladder figure shows, pulled out of a results file.
 struct LadderData {
     /// (step, `01 naive`), in step order: the x axis.
     steps: Vec<(u8, String)>,
-    /// Square size → (step, TFLOPS) for every record of that size.
-    series: BTreeMap<usize, Vec<(u8, f64)>>,
-    /// The size whose cuBLAS timings are drawn as references, when there is one.
-    reference_size: Option<usize>,
-    cublas_bf16: Option<f64>,
-    cublas_sgemm: Option<f64>,
+    /// Square size → every record of that size, in step order.
+    series: BTreeMap<usize, Vec<Point>>,
     /// The latest date of a plotted record (`2025-11-21`).
     last_date: String,
-}
-
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    Some(if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        0.5 * (values[n / 2 - 1] + values[n / 2])
-    })
 }
 
 impl LadderData {
@@ -105,37 +99,20 @@ impl LadderData {
             .filter(|r| !r.sweep && r.shape.m == r.shape.n && r.shape.n == r.shape.k && r.time.tflops > 0.0)
             .collect();
         let mut steps: BTreeMap<u8, String> = BTreeMap::new();
-        let mut series: BTreeMap<usize, Vec<(u8, f64)>> = BTreeMap::new();
+        let mut series: BTreeMap<usize, Vec<Point>> = BTreeMap::new();
         for r in &square {
             steps.entry(r.step).or_insert_with(|| r.label());
-            series.entry(r.shape.m).or_default().push((r.step, r.time.tflops));
+            series.entry(r.shape.m).or_default().push(Point {
+                step: r.step,
+                tflops: r.time.tflops,
+                cublas_bf16: r.cublas_bf16.tflops,
+                cublas_sgemm: r.cublas_sgemm.as_ref().map(|t| t.tflops).filter(|t| *t > 0.0),
+                ratio_bf16: r.ratio_bf16,
+            });
         }
         for points in series.values_mut() {
-            points.sort_by_key(|p| p.0);
+            points.sort_by_key(|p| p.step);
         }
-        // The ladder's own size is 4096 (every step's default); otherwise the largest one measured.
-        let reference_size = if series.contains_key(&4096) {
-            Some(4096)
-        } else {
-            series.keys().next_back().copied()
-        };
-        let at_size = |r: &&&StepRecord| Some(r.shape.m) == reference_size;
-        let cublas_bf16 = median(
-            square
-                .iter()
-                .filter(at_size)
-                .map(|r| r.cublas_bf16.tflops)
-                .filter(|t| *t > 0.0)
-                .collect(),
-        );
-        let cublas_sgemm = median(
-            square
-                .iter()
-                .filter(at_size)
-                .filter_map(|r| r.cublas_sgemm.as_ref().map(|t| t.tflops))
-                .filter(|t| *t > 0.0)
-                .collect(),
-        );
         let last_date = square
             .iter()
             .map(|r| r.date.get(..10).unwrap_or(&r.date))
@@ -145,22 +122,19 @@ impl LadderData {
         LadderData {
             steps: steps.into_iter().collect(),
             series,
-            reference_size,
-            cublas_bf16,
-            cublas_sgemm,
             last_date,
         }
     }
 
-    /// The y range, padded so that value labels fit, on 1-2-5 boundaries.
+    /// The y range of the TFLOPS panel, padded, on 1-2-5 boundaries.
     fn y_range(&self) -> (f64, f64) {
         let values = self
             .series
             .values()
             .flatten()
-            .map(|p| p.1)
-            .chain(self.cublas_bf16)
-            .chain(self.cublas_sgemm)
+            .flat_map(|p| [Some(p.tflops), Some(p.cublas_bf16), p.cublas_sgemm])
+            .flatten()
+            .filter(|t| *t > 0.0)
             .chain(
                 self.quoted()
                     .into_iter()
@@ -173,8 +147,31 @@ impl LadderData {
         (one_two_five(lo / 1.6, false), one_two_five(hi * 1.6, true))
     }
 
+    /// The top of the ratio panel: at least a little above 1 (the line where a step is as fast as
+    /// cuBLAS), and above the largest ratio.
+    fn ratio_top(&self) -> f64 {
+        let most = self
+            .series
+            .values()
+            .flatten()
+            .map(|p| p.ratio_bf16)
+            .fold(1.0f64, f64::max);
+        (most * 1.15 / 0.2).ceil() * 0.2
+    }
+
     fn x_of(&self, step: u8) -> Option<usize> {
         self.steps.iter().position(|s| s.0 == step)
+    }
+
+    /// Where size number `j` of the figure's sizes sits within a step's slot (0 is the slot's left
+    /// edge, 1 its right): the measured sizes share the left two thirds, the quoted points the right.
+    fn size_offset(&self, j: usize) -> f64 {
+        let count = self.series.len().max(1);
+        if count == 1 {
+            0.4
+        } else {
+            0.2 + 0.4 * j as f64 / (count - 1) as f64
+        }
     }
 
     /// The quoted B200 series ([`crate::book::quoted::figure_series`]) at the rungs this figure shows:
@@ -199,14 +196,17 @@ fn cube(size: usize) -> String {
     format!("{size}³")
 }
 
+/// The figure's width: the book's text column (`--content-max-width` in `book/theme/ladder.css`), so
+/// that a browser draws it at its own size and its labels at the size they were set in.
+const LADDER_WIDTH: u32 = 1040;
+/// Where the quoted B200 points sit within a step's slot (see [`LadderData::size_offset`]).
+const QUOTED_OFFSET: f64 = 0.82;
+
 fn ladder_svg(file: &ResultsFile) -> Result<String> {
     let data = LadderData::of(file);
-    let n = data.steps.len().max(1);
-    let width = (180 + 115 * n as u32).max(900);
-    let height = 600;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (LADDER_WIDTH, 800)).into_drawing_area();
         draw_ladder(&root, file, &data).map_err(draw_error("the ladder figure"))?;
         root.present().map_err(draw_error("the ladder figure"))?;
     }
@@ -214,6 +214,60 @@ fn ladder_svg(file: &ResultsFile) -> Result<String> {
         svg.push('\n');
     }
     Ok(svg)
+}
+
+/// The marker shapes of the figure's series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Circle,
+    Triangle,
+    Square,
+    Diamond,
+}
+
+/// The shape of measured size number `j`.
+fn size_shape(j: usize) -> Shape {
+    [Shape::Circle, Shape::Triangle, Shape::Square][j % 3]
+}
+
+/// Draws `points` as markers of `shape` (hollow or filled) and, with a `label`, gives them a legend
+/// entry. One function for both panels, whichever their y scale.
+fn draw_markers<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    points: &[(f64, f64)],
+    shape: Shape,
+    style: ShapeStyle,
+    label: Option<String>,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let diamond = |(x, y): (i32, i32)| vec![(x, y - 7), (x + 7, y), (x, y + 7), (x - 7, y)];
+    let anno = match shape {
+        Shape::Circle => chart.draw_series(points.iter().map(|&p| Circle::new(p, 5, style)))?,
+        Shape::Triangle => chart.draw_series(points.iter().map(|&p| TriangleMarker::new(p, 7, style)))?,
+        Shape::Square => chart.draw_series(
+            points
+                .iter()
+                .map(|&p| EmptyElement::at(p) + Rectangle::new([(-5, -5), (5, 5)], style)),
+        )?,
+        Shape::Diamond => chart.draw_series(
+            points
+                .iter()
+                .map(move |&p| EmptyElement::at(p) + Polygon::new(diamond((0, 0)), style)),
+        )?,
+    };
+    if let Some(label) = label {
+        let anno = anno.label(label);
+        match shape {
+            Shape::Circle => anno.legend(move |(x, y)| Circle::new((x + 9, y), 5, style)),
+            Shape::Triangle => anno.legend(move |(x, y)| TriangleMarker::new((x + 9, y), 7, style)),
+            Shape::Square => anno.legend(move |(x, y)| Rectangle::new([(x + 4, y - 5), (x + 14, y + 5)], style)),
+            Shape::Diamond => anno.legend(move |(x, y)| Polygon::new(diamond((x + 9, y)), style)),
+        };
+    }
+    Ok(())
 }
 
 fn draw_ladder(
@@ -226,15 +280,13 @@ fn draw_ladder(
     let title = format!("TFLOPS ladder on {}", file.device.name);
     root.draw(&Text::new(
         title,
-        (width as i32 / 2, 14),
-        TextStyle::from((FONT, 24).into_font())
+        (width as i32 / 2, 12),
+        TextStyle::from((FONT, 22).into_font())
             .color(&INK)
             .pos(Pos::new(HPos::Center, VPos::Top)),
     ))?;
     let subtitle = format!(
-        "C = A·Bᵀ, bf16 in, fp32 accumulate · median of timed runs · compute capability {} · CUDA driver {} · {}",
-        file.device.compute_capability,
-        file.device.driver,
+        "C = A·Bᵀ, bf16 in, fp32 accumulate · median of timed runs · each step beside cuBLAS from its own loop · {}",
         if data.last_date.is_empty() {
             "no square runs yet"
         } else {
@@ -243,21 +295,22 @@ fn draw_ladder(
     );
     root.draw(&Text::new(
         subtitle,
-        (width as i32 / 2, 42),
-        TextStyle::from((FONT, 15).into_font())
+        (width as i32 / 2, 40),
+        TextStyle::from((FONT, 14).into_font())
             .color(&INK)
             .pos(Pos::new(HPos::Center, VPos::Top)),
     ))?;
 
     let n = data.steps.len().max(1);
+    let (upper, lower) = root.split_vertically(560);
     let (y_lo, y_hi) = data.y_range();
-    let mut chart = ChartBuilder::on(root)
-        .margin_top(66)
-        .margin_left(16)
-        .margin_right(24)
-        .margin_bottom(8)
-        .x_label_area_size(56)
-        .y_label_area_size(72)
+    let mut chart = ChartBuilder::on(&upper)
+        .margin_top(64)
+        .margin_left(8)
+        .margin_right(16)
+        .margin_bottom(4)
+        .x_label_area_size(0)
+        .y_label_area_size(64)
         .build_cartesian_2d(0f64..n as f64, (y_lo..y_hi).log_scale())?;
     chart
         .configure_mesh()
@@ -265,8 +318,8 @@ fn draw_ladder(
         .x_labels(0)
         .y_labels(40)
         .y_label_formatter(&|_| String::new())
-        .y_desc("TFLOPS")
-        .axis_desc_style((FONT, 17))
+        .y_desc("TFLOPS (log scale)")
+        .axis_desc_style((FONT, 16))
         .label_style((FONT, 15))
         .bold_line_style(GRID)
         .light_line_style(TRANSPARENT)
@@ -278,152 +331,102 @@ fn draw_ladder(
     let mut tick = one_two_five(y_lo, true);
     while tick <= y_hi * (1.0 + 1e-9) {
         let (px, py) = chart.backend_coord(&(0.0, tick));
-        root.draw(&Text::new(
+        upper.draw(&Text::new(
             log_tick_label(tick),
-            (px - 10, py),
+            (px - 8, py),
             TextStyle::from((FONT, 15).into_font())
                 .color(&INK)
                 .pos(Pos::new(HPos::Right, VPos::Center)),
         ))?;
         tick = one_two_five(tick * 1.5, true);
     }
-
-    // Step labels under the axis, staggered over two rows when the names would collide.
-    let stagger = n > 6;
-    for (i, (_, label)) in data.steps.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(i as f64 + 0.5, y_lo));
-        let row = if stagger && i % 2 == 1 { 20 } else { 0 };
-        root.draw(&PathElement::new(vec![(px, py), (px, py + 5 + row)], INK))?;
-        root.draw(&Text::new(
-            label.clone(),
-            (px, py + 8 + row),
-            TextStyle::from((FONT, 16).into_font())
-                .color(&INK)
-                .pos(Pos::new(HPos::Center, VPos::Top)),
-        ))?;
+    // Slot boundaries, so that a step's markers and ticks read as one group.
+    for i in 1..n {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(i as f64, y_lo), (i as f64, y_hi)],
+            GRID,
+        )))?;
     }
 
-    // cuBLAS references: dashed lines across the plot, named in the legend and at their left end.
-    let references = [
-        ("cuBLAS bf16", data.cublas_bf16, CUBLAS_BF16),
-        ("cuBLAS SGEMM (fp32)", data.cublas_sgemm, CUBLAS_SGEMM),
-    ];
-    for (name, value, colour) in references {
-        let (Some(value), Some(size)) = (value, data.reference_size) else {
-            continue;
-        };
-        let style = colour.stroke_width(2);
-        chart
-            .draw_series(DashedLineSeries::new([(0.0, value), (n as f64, value)], 8, 5, style))?
-            .label(format!("{name} at {}: {} TFLOPS", cube(size), significant(value, 3)))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-        let (px, py) = chart.backend_coord(&(0.0, value));
-        root.draw(&Text::new(
-            format!("{name}, {}", cube(size)),
-            (px + 6, py - 3),
-            TextStyle::from((FONT, 14).into_font())
-                .color(&colour)
-                .pos(Pos::new(HPos::Left, VPos::Bottom)),
-        ))?;
+    let is_mx = |step: u8| crate::run::steps::get(step).is_ok_and(|s| s.format == Format::Mxfp8);
+    let x_at = |step: u8, j: usize| data.x_of(step).map(|i| i as f64 + data.size_offset(j));
+    // A tick's half-width, in slots.
+    let half = 0.09;
+
+    // cuBLAS, timed in each step's own loop: a short bar at each run, never one line for runs that
+    // ran at different clocks.
+    let bf16_style = CUBLAS_BF16.stroke_width(3);
+    let sgemm_style = CUBLAS_SGEMM.stroke_width(3);
+    let mut legend_bf16 = false;
+    let mut legend_sgemm = false;
+    for (j, points) in data.series.values().enumerate() {
+        for p in points {
+            let Some(x) = x_at(p.step, j) else { continue };
+            let bar = |value: f64| vec![(x - half, value), (x + half, value)];
+            if p.cublas_bf16 > 0.0 {
+                let drawn = chart.draw_series(std::iter::once(PathElement::new(bar(p.cublas_bf16), bf16_style)))?;
+                if !legend_bf16 {
+                    legend_bf16 = true;
+                    drawn
+                        .label("cuBLAS bf16, timed in the same loop as the run beside it")
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], bf16_style));
+                }
+            }
+            if let Some(sgemm) = p.cublas_sgemm {
+                let drawn = chart.draw_series(std::iter::once(PathElement::new(bar(sgemm), sgemm_style)))?;
+                if !legend_sgemm {
+                    legend_sgemm = true;
+                    drawn
+                        .label("cuBLAS SGEMM (fp32), likewise")
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], sgemm_style));
+                }
+            }
+        }
     }
 
-    // The source texts' B200 numbers, quoted: hollow markers on a dashed line, named "quoted" in the
-    // legend, so that they cannot be read as this crate's measurements.
+    // The source texts' B200 numbers, quoted: hollow markers of their own shape and colour on a
+    // dashed line, at the right of each slot, named "quoted" in the legend, so that they cannot be
+    // read as this crate's measurements.
     for (j, (_, label, xy)) in data.quoted().into_iter().enumerate() {
         let colour = QUOTED[j % QUOTED.len()];
         let style = colour.stroke_width(2);
-        let points: Vec<(f64, f64)> = xy.iter().map(|&(x, t)| (x as f64 + 0.5, t)).collect();
+        let points: Vec<(f64, f64)> = xy.iter().map(|&(x, t)| (x as f64 + QUOTED_OFFSET, t)).collect();
         chart.draw_series(DashedLineSeries::new(
             points.clone(),
             5,
             4,
             colour.mix(0.7).stroke_width(1),
         ))?;
-        let entry = if j % 2 == 0 {
-            chart.draw_series(points.iter().map(|&p| Circle::new(p, 6, style)))?
-        } else {
-            chart.draw_series(
-                points
-                    .iter()
-                    .map(|&p| EmptyElement::at(p) + Rectangle::new([(-5, -5), (5, 5)], style)),
-            )?
-        };
-        let entry = entry.label(label);
-        if j % 2 == 0 {
-            entry.legend(move |(x, y)| Circle::new((x + 10, y), 6, style));
-        } else {
-            entry.legend(move |(x, y)| Rectangle::new([(x + 5, y - 5), (x + 15, y + 5)], style));
-        }
+        let shape = [Shape::Circle, Shape::Square, Shape::Diamond][j % 3];
+        draw_markers(&mut chart, &points, shape, style, Some(label))?;
     }
 
-    // One series per square size: markers joined by a thin line, each value written beside it.
-    let count = data.series.len().max(1);
+    // One series per square size: markers joined by a thin line (not across to an MXFP8 step, which
+    // solves another problem: e4m3 in, fp32 out, hollow markers). Their values are in the table
+    // under the figure; the ratios, which compare like with like, are written in the lower panel.
     for (j, (size, points)) in data.series.iter().enumerate() {
         let colour = SERIES[j % SERIES.len()];
-        // Sizes sit side by side within a step's slot.
-        let offset = if count == 1 {
-            0.0
-        } else {
-            -0.18 + 0.36 * j as f64 / (count - 1) as f64
-        };
-        let xy: Vec<(f64, f64)> = points
+        let bf16: Vec<(f64, f64)> = points
             .iter()
-            .filter_map(|(step, t)| data.x_of(*step).map(|i| (i as f64 + 0.5 + offset, *t)))
+            .filter(|p| !is_mx(p.step))
+            .filter_map(|p| x_at(p.step, j).map(|x| (x, p.tflops)))
             .collect();
-        // An MXFP8 step solves another problem (e4m3 in, fp32 out): hollow markers, not joined to the
-        // bf16 rungs.
-        let is_mx = |step: u8| crate::run::steps::get(step).is_ok_and(|s| s.format == Format::Mxfp8);
-        let (bf16_xy, mx_xy): (Vec<_>, Vec<_>) = points.iter().zip(&xy).partition(|((step, _), _)| !is_mx(*step));
-        let bf16_xy: Vec<(f64, f64)> = bf16_xy.into_iter().map(|(_, p)| *p).collect();
-        let mx_xy: Vec<(f64, f64)> = mx_xy.into_iter().map(|(_, p)| *p).collect();
-        chart.draw_series(LineSeries::new(bf16_xy.clone(), colour.mix(0.5).stroke_width(1)))?;
-        let hollow = colour.stroke_width(2);
-        match j % 3 {
-            0 => chart.draw_series(mx_xy.iter().map(|&p| Circle::new(p, 6, hollow)))?,
-            1 => chart.draw_series(mx_xy.iter().map(|&p| TriangleMarker::new(p, 8, hollow)))?,
-            _ => chart.draw_series(
-                mx_xy
-                    .iter()
-                    .map(|&p| EmptyElement::at(p) + Rectangle::new([(-6, -6), (6, 6)], hollow)),
-            )?,
+        chart.draw_series(LineSeries::new(bf16, colour.mix(0.45).stroke_width(1)))?;
+        let at = |mx: bool| -> Vec<(f64, f64)> {
+            points
+                .iter()
+                .filter(|p| is_mx(p.step) == mx)
+                .filter_map(|p| x_at(p.step, j).map(|x| (x, p.tflops)))
+                .collect()
         };
-        let style = colour.filled();
-        let points = bf16_xy.iter().copied();
-        let entry = match j % 3 {
-            0 => chart.draw_series(points.map(|p| Circle::new(p, 5, style)))?,
-            1 => chart.draw_series(points.map(|p| TriangleMarker::new(p, 7, style)))?,
-            _ => chart.draw_series(points.map(|p| EmptyElement::at(p) + Rectangle::new([(-5, -5), (5, 5)], style)))?,
-        };
-        let entry = entry.label(format!(
-            "this crate, {} (hollow: MXFP8, e4m3 in, fp32 out)",
-            cube(*size)
-        ));
-        match j % 3 {
-            0 => entry.legend(move |(x, y)| Circle::new((x + 10, y), 5, style)),
-            1 => entry.legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, style)),
-            _ => entry.legend(move |(x, y)| Rectangle::new([(x + 5, y - 5), (x + 15, y + 5)], style)),
-        };
-        // Labels point away from the neighbouring size: left of the left series, right of the others.
-        let (h, dx) = if count > 1 && j == 0 {
-            (HPos::Right, -9)
-        } else {
-            (HPos::Left, 9)
-        };
-        for &(x, t) in &xy {
-            let (px, py) = chart.backend_coord(&(x, t));
-            root.draw(&Text::new(
-                significant(t, 3),
-                (px + dx, py),
-                TextStyle::from((FONT, 14).into_font())
-                    .color(&colour)
-                    .pos(Pos::new(h, VPos::Center)),
-            ))?;
-        }
+        let label = format!("this crate, {} (hollow: MXFP8)", cube(*size));
+        draw_markers(&mut chart, &at(false), size_shape(j), colour.filled(), Some(label))?;
+        draw_markers(&mut chart, &at(true), size_shape(j), colour.stroke_width(2), None)?;
     }
 
     if data.series.is_empty() {
         let (px, py) = chart.backend_coord(&(n as f64 / 2.0, (y_lo * y_hi).sqrt()));
-        root.draw(&Text::new(
+        upper.draw(&Text::new(
             "no square-size runs recorded on this GPU yet",
             (px, py),
             TextStyle::from((FONT, 16).into_font())
@@ -434,11 +437,112 @@ fn draw_ladder(
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
-            .margin(12)
-            .label_font((FONT, 15))
-            .background_style(WHITE.mix(0.9))
+            .margin(10)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.92))
             .border_style(GRID_BOLD)
             .draw()?;
+    }
+
+    draw_ratio_panel(&lower, data)
+}
+
+/// The lower panel: each run's TFLOPS over cuBLAS bf16's from the same loop, the number the chapters
+/// judge a step by, written above its marker for the ladder's own size (the first drawn).
+fn draw_ratio_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    data: &LadderData,
+) -> std::result::Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    let n = data.steps.len().max(1);
+    let top = data.ratio_top();
+    // `backend_coord` answers in the whole figure's pixels; text drawn on this area is placed in its own.
+    let (base_x, base_y) = area.get_base_pixel();
+    let local = |(x, y): (i32, i32)| (x - base_x, y - base_y);
+    let mut chart = ChartBuilder::on(area)
+        .margin_top(6)
+        .margin_left(8)
+        .margin_right(16)
+        .margin_bottom(8)
+        .x_label_area_size(52)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_labels(((top / 0.2).round() as usize + 1).min(12))
+        .y_label_formatter(&|v| format!("{v:.1}"))
+        .y_desc("× cuBLAS bf16")
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 14))
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(INK)
+        .draw()?;
+    for i in 1..n {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(i as f64, 0.0), (i as f64, top)],
+            GRID,
+        )))?;
+    }
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(0.0, 1.0), (n as f64, 1.0)],
+        CUBLAS_BF16.mix(0.6).stroke_width(1),
+    )))?;
+    let is_mx = |step: u8| crate::run::steps::get(step).is_ok_and(|s| s.format == Format::Mxfp8);
+    for (j, points) in data.series.values().enumerate() {
+        let colour = SERIES[j % SERIES.len()];
+        let xy: Vec<(f64, f64, bool)> = points
+            .iter()
+            .filter_map(|p| {
+                data.x_of(p.step)
+                    .map(|i| (i as f64 + data.size_offset(j), p.ratio_bf16, is_mx(p.step)))
+            })
+            .collect();
+        for (mx, style) in [(false, colour.filled()), (true, colour.stroke_width(2))] {
+            let at: Vec<(f64, f64)> = xy.iter().filter(|p| p.2 == mx).map(|p| (p.0, p.1)).collect();
+            draw_markers(&mut chart, &at, size_shape(j), style, None)?;
+        }
+        if j == 0 {
+            for &(x, r, _) in &xy {
+                let (px, py) = local(chart.backend_coord(&(x, r)));
+                area.draw(&Text::new(
+                    format!("{r:.2}"),
+                    (px, py - 9),
+                    TextStyle::from((FONT, 13).into_font())
+                        .color(&colour)
+                        .pos(Pos::new(HPos::Center, VPos::Bottom)),
+                ))?;
+            }
+        }
+    }
+    if let Some((&size, _)) = data.series.iter().next() {
+        let (px, py) = local(chart.backend_coord(&(0.0, top)));
+        area.draw(&Text::new(
+            format!(
+                "ratio to cuBLAS bf16 from the same loop (MXFP8: to cuBLAS bf16 on the dequantized operands); {} written",
+                cube(size)
+            ),
+            (px + 8, py + 6),
+            TextStyle::from((FONT, 13).into_font())
+                .color(&INK)
+                .pos(Pos::new(HPos::Left, VPos::Top)),
+        ))?;
+    }
+
+    // Step labels under the axis: the number, and the name staggered over two rows.
+    for (i, (step, label)) in data.steps.iter().enumerate() {
+        let (px, py) = local(chart.backend_coord(&(i as f64 + 0.5, 0.0)));
+        let row = if i % 2 == 1 { 18 } else { 0 };
+        area.draw(&PathElement::new(vec![(px, py), (px, py + 4 + row)], INK))?;
+        let name = label.strip_prefix(&format!("{step:02} ")).unwrap_or(label);
+        area.draw(&Text::new(
+            format!("{step:02} {name}"),
+            (px, py + 6 + row),
+            TextStyle::from((FONT, 14).into_font())
+                .color(&INK)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
     }
     Ok(())
 }
@@ -513,6 +617,23 @@ mod tests {
         assert!(svg.contains("4096³") && svg.contains("8192³"));
         assert!(svg.contains("cuBLAS bf16") && svg.contains("cuBLAS SGEMM"));
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    }
+
+    /// Runs at different clocks are never drawn against one cuBLAS value: each point keeps the cuBLAS
+    /// of its own loop, and the figure draws one tick per run.
+    #[test]
+    fn each_run_keeps_the_cublas_of_its_own_loop() {
+        let mut file = synthetic();
+        for (i, r) in file.records.iter_mut().enumerate() {
+            r.cublas_bf16.tflops = 600.0 + i as f64;
+        }
+        let data = LadderData::of(&file);
+        let ticks: Vec<f64> = data.series[&4096].iter().map(|p| p.cublas_bf16).collect();
+        assert_eq!(ticks.len(), 11);
+        assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
+        let svg = ladder_svg(&file).unwrap();
+        assert!(svg.contains("timed in the same loop"));
+        assert!(svg.contains("× cuBLAS bf16"));
     }
 
     #[test]

@@ -41,6 +41,66 @@ pub fn is_drawn(r: &StepRecord) -> bool {
     r.sweep && r.ratio_bf16.is_finite() && r.ratio_bf16 > 0.0
 }
 
+/// `8192x8192x1024` (the way a shape prints) back into a shape.
+fn parse_shape(word: &str) -> Option<Shape> {
+    let mut dims = word.split('x').map(|d| d.parse::<usize>().ok());
+    match (dims.next()??, dims.next()??, dims.next()??, dims.next()) {
+        (m, n, k, None) => Some(Shape::new(m, n, k)),
+        _ => None,
+    }
+}
+
+/// `{{#ladder-sweep-compare stepNN SHAPE OTHER}}`: per GPU, the step's swept ratio to cuBLAS at `SHAPE`
+/// against `OTHER`, with the clocks of both loops, and whether it came out lower, as a chapter that
+/// predicted a dip at `SHAPE` needs to say. `None` for a malformed shape.
+pub fn sweep_compare(files: &[ResultsFile], step: u8, shape: &str, other: &str) -> Option<String> {
+    let (at, against) = (parse_shape(shape)?, parse_shape(other)?);
+    let find = |file: &'_ ResultsFile, s: Shape| {
+        file.records
+            .iter()
+            .find(|r| is_drawn(r) && r.step == step && r.shape == s)
+            .map(|r| (r.ratio_bf16, r.clocks.as_ref().map(|c| c.sm_mhz_median)))
+    };
+    let name = |s: Shape| {
+        if s.m == s.n && s.n == s.k {
+            format!("{}³", s.m)
+        } else {
+            format!("{}×{}×{}", s.m, s.n, s.k)
+        }
+    };
+    let clock = |mhz: Option<u32>| mhz.map_or(String::new(), |m| format!(" (SM clock {m} MHz)"));
+    let mut parts = Vec::new();
+    for file in files {
+        let (Some((a, a_mhz)), Some((b, b_mhz))) = (find(file, at), find(file, against)) else {
+            continue;
+        };
+        let verdict = if a < b {
+            format!("lower at {}, by {:.1} %", name(at), 100.0 * (1.0 - a / b))
+        } else {
+            format!("not lower at {}", name(at))
+        };
+        parts.push(format!(
+            "on the {}, {:.3} × cuBLAS at {}{} against {:.3} × at {}{}: {verdict}",
+            file.device.name,
+            a,
+            name(at),
+            clock(a_mhz),
+            b,
+            name(against),
+            clock(b_mhz)
+        ));
+    }
+    Some(if parts.is_empty() {
+        format!(
+            "(no sweep of step{step:02} at both {} and {} is recorded yet: `cargo run --release --bin step{step:02} -- --sweep` records one)",
+            name(at),
+            name(against)
+        )
+    } else {
+        parts.join("; ")
+    })
+}
+
 /// What the sweep figure shows, pulled out of a results file.
 struct SweepData {
     /// The x axis: every swept shape, in [`sweep::axis_order`].
@@ -125,9 +185,9 @@ fn sweep_svg(file: &ResultsFile) -> Result<Option<String>> {
     let Some(data) = SweepData::of(file) else {
         return Ok(None);
     };
-    let n = data.shapes.len();
-    let width = (200 + 130 * n as u32).max(900);
-    let height = 560;
+    // The book's text column (`book/theme/ladder.css`), so that the browser draws it at its own size.
+    let width = 1040;
+    let height = 540;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
@@ -154,16 +214,16 @@ fn draw_sweep(
     };
     root.draw(&Text::new(
         format!("Size sweep on {}: TFLOPS over cuBLAS bf16's", file.device.name),
-        (width as i32 / 2, 14),
-        centred(24),
+        (width as i32 / 2, 12),
+        centred(22),
     ))?;
     root.draw(&Text::new(
         format!(
-            "C = A·Bᵀ, bf16 in, fp32 accumulate · each shape timed in one loop with cuBLAS, launched in turn · compute capability {} · CUDA driver {} · {}",
-            file.device.compute_capability, file.device.driver, data.last_date
+            "C = A·Bᵀ, bf16 in, fp32 accumulate · each shape timed in one loop with cuBLAS, launched in turn · {}",
+            data.last_date
         ),
-        (width as i32 / 2, 42),
-        centred(15),
+        (width as i32 / 2, 40),
+        centred(14),
     ))?;
 
     let n = data.shapes.len();
@@ -171,11 +231,11 @@ fn draw_sweep(
     let ticks = ((y_hi - y_lo) * 10.0).round() as usize + 1;
     let mut chart = ChartBuilder::on(root)
         .margin_top(66)
-        .margin_left(16)
-        .margin_right(24)
+        .margin_left(8)
+        .margin_right(16)
         .margin_bottom(8)
-        .x_label_area_size(60)
-        .y_label_area_size(72)
+        .x_label_area_size(56)
+        .y_label_area_size(64)
         .build_cartesian_2d(0f64..n as f64, y_lo..y_hi)?;
     chart
         .configure_mesh()
@@ -183,9 +243,9 @@ fn draw_sweep(
         .x_labels(0)
         .y_labels(ticks)
         .y_label_formatter(&ratio_tick)
-        .y_desc("TFLOPS ÷ cuBLAS bf16 TFLOPS")
-        .axis_desc_style((FONT, 17))
-        .label_style((FONT, 15))
+        .y_desc("× cuBLAS bf16 (TFLOPS ÷ TFLOPS)")
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 14))
         .bold_line_style(GRID)
         .light_line_style(TRANSPARENT)
         .axis_style(INK)
@@ -197,7 +257,7 @@ fn draw_sweep(
         let (px, py) = chart.backend_coord(&(i as f64 + 0.5, y_lo));
         let row = if stagger && i % 2 == 1 { 20 } else { 0 };
         root.draw(&PathElement::new(vec![(px, py), (px, py + 5 + row)], INK))?;
-        root.draw(&Text::new(sweep::label(*shape), (px, py + 8 + row), centred(15)))?;
+        root.draw(&Text::new(sweep::label(*shape), (px, py + 8 + row), centred(14)))?;
     }
 
     // A thin rule between the square sizes and the LLM-like shapes.
@@ -259,14 +319,18 @@ fn draw_sweep(
             1 => entry.legend(move |(x, y)| TriangleMarker::new((x + 10, y), 7, style)),
             _ => entry.legend(move |(x, y)| Rectangle::new([(x + 5, y - 5), (x + 15, y + 5)], style)),
         };
+        // Each ratio above its marker, or below it where the text would sit on cuBLAS's line.
+        let (_, line_py) = chart.backend_coord(&(0.0, 1.0));
         for &(x, r) in &xy {
             let (px, py) = chart.backend_coord(&(x, r));
+            let above = (py - 9 - 16..=py - 9 + 2).contains(&line_py);
+            let (dy, v) = if above { (9, VPos::Top) } else { (-9, VPos::Bottom) };
             root.draw(&Text::new(
                 significant(r, 3),
-                (px, py - 9),
-                TextStyle::from((FONT, 14).into_font())
+                (px, py + dy),
+                TextStyle::from((FONT, 13).into_font())
                     .color(&colour)
-                    .pos(Pos::new(HPos::Center, VPos::Bottom)),
+                    .pos(Pos::new(HPos::Center, v)),
             ))?;
         }
     }
@@ -352,6 +416,27 @@ pub(crate) mod tests {
 
     /// Steps 08 and 10 swept over every shape (10 losing at the small and the short-K shapes), plus a
     /// plain run of step 10 at 4096³ that the sweep figure must leave out.
+    #[test]
+    fn a_predicted_dip_is_confronted_with_the_measurement() {
+        let file = synthetic();
+        let (a, b) = (sweep::SHAPES[0], sweep::SHAPES[1]);
+        let text = sweep_compare(std::slice::from_ref(&file), 10, &a.to_string(), &b.to_string()).unwrap();
+        let ratio = |s: Shape| {
+            file.records
+                .iter()
+                .find(|r| r.sweep && r.step == 10 && r.shape == s)
+                .unwrap()
+                .ratio_bf16
+        };
+        let (ra, rb) = (ratio(a), ratio(b));
+        assert!(
+            text.contains(if ra < rb { "lower at" } else { "not lower at" }),
+            "{text}"
+        );
+        assert!(sweep_compare(&[], 10, "1x2", "3x4x5").is_none());
+        assert!(sweep_compare(&[], 10, "1x2x3", "3x4x5").unwrap().contains("no sweep"));
+    }
+
     pub(crate) fn synthetic() -> ResultsFile {
         let ratios10 = [0.62, 0.9, 1.02, 1.03, 1.04, 1.03, 1.01, 0.93, 1.04, 0.91, 0.9];
         let ratios08 = [0.55, 0.8, 0.91, 0.92, 0.93, 0.92, 0.9, 0.85, 0.92, 0.6, 0.6];

@@ -11,11 +11,13 @@
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
 //! | `{{#ladder-plans stepNN}}` | per sweep shape: what the launch chose, and the fastest alternative |
+//! | `{{#ladder-sweep-compare step10 A B}}` | inline: the swept ratio at shape A against B, and whether lower |
 //! | `{{#ladder-alternatives step11}}` | one row per alternative design timed with that step's runs |
 //! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (dequantize + cuBLAS, cuBLAS bf16, cuBLASLt fp8) |
 //!
 //! and the evidence directives of [`crate::book::evidence`] (`ladder-evidence stepNN`,
-//! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`).
+//! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`) and
+//! those of [`crate::book::peak`] (`ladder-peak`, `ladder-peak datasheet`, `ladder-rounds`).
 //!
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
 //! the sweep directives show only them.
@@ -40,6 +42,7 @@ pub mod figure;
 pub mod figure_banks;
 pub mod figure_sweep;
 pub mod include;
+pub mod peak;
 pub mod quoted;
 mod tables;
 /// The figures' shared style, below the timeline's figure too; `book::svg` for the figures' `super::svg`.
@@ -301,6 +304,32 @@ impl LadderResults {
                 ("ladder-l2", []) => crate::book::evidence::l2_roofline(&self.files),
                 ("ladder-quoted", []) => crate::book::evidence::quoted_table(),
                 ("ladder-sources", []) => crate::book::evidence::sources_list(),
+                ("ladder-evidence-value" | "ladder-evidence-delta", [step, key]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    let text = if name == "ladder-evidence-value" {
+                        crate::book::evidence::evidence_value(&self.files, id, key)
+                    } else {
+                        crate::book::evidence::evidence_delta(&self.files, id, key)
+                    };
+                    text.ok_or_else(|| bad("unknown quantity: l2_bytes, flops_per_l2_byte, dram_bytes or a key of evidence::QUANTITIES"))?
+                }
+                ("ladder-timeline-share", [step, part]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    crate::book::evidence::timeline_share(self.book_dir.as_deref(), id, part)
+                        .ok_or_else(|| bad("the part is epilogue, mma, convert, mma_wait, stage_wait or barrier"))?
+                }
+                ("ladder-clusters", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    crate::book::evidence::clusters_text(&self.files, id)
+                }
+                ("ladder-sweep-compare", [step, shape, other]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    figure_sweep::sweep_compare(&self.files, id, shape, other)
+                        .ok_or_else(|| bad("the shapes are written MxNxK, e.g. 8192x8192x1024"))?
+                }
+                ("ladder-peak", []) => crate::book::peak::peak_table(&self.files),
+                ("ladder-peak", ["datasheet"]) => crate::book::peak::datasheet_text(),
+                ("ladder-rounds", []) => crate::book::peak::rounds_table(&self.files),
                 ("ladder-quote", [id]) => {
                     crate::book::evidence::quote(id).ok_or_else(|| bad("no such quoted number (shared/book/quoted.rs)"))?
                 }
@@ -309,7 +338,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
@@ -481,10 +510,12 @@ mod tests {
             )
             .unwrap();
         assert!(text.contains("![TFLOPS ladder on NVIDIA H100 80GB HBM3](figures/ladder-nvidia-h100-80gb-hbm3.svg)"));
+        // One GPU: named once above the table, not in a column.
         assert!(
-            text.contains("| NVIDIA H100 80GB HBM3 | 01 naive | 4096³ | sm_90 | 100 | 1.37 |"),
+            text.contains("On the NVIDIA H100 80GB HBM3:\n\n| step | shape |"),
             "{text}"
         );
+        assert!(text.contains("| 01 naive | 4096³ | sm_90 | 100 | 1.37 |"), "{text}");
         assert!(text.contains("03 register_tiling"));
         assert!(!text.contains("{{#"));
 

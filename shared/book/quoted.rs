@@ -4,18 +4,19 @@
 //! legend), the book's `{{#ladder-quoted}}` prints the whole table, and `{{#ladder-quote ID}}` writes
 //! one value into a chapter's text. None of these numbers were measured by this program.
 
-/// A text the ladder follows (`/work/shared/seeds/README.md` indexes the copies the project keeps).
+/// A text the ladder follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Source {
     /// Short key used by the figures: `modular`, `gau-nernst`, ...
     pub key: &'static str,
     pub title: &'static str,
     pub authors: &'static str,
-    /// Where it was published, or `""` when the project has no address for it.
+    /// Where it was published: every text the book follows has one, and the references page gives it.
     pub address: &'static str,
-    /// The project's copy: `seeds/003_8ff71249f181e60e.txt`, or `""`.
+    /// The project's working copy, beside the repository (`../shared/seeds/…`, not distributed with
+    /// it): a test checks the quoted numbers against it where it is present. Never shown in the book.
     pub seed: &'static str,
-    /// The steps of this ladder it drives.
+    /// The steps of this ladder it drives: `07, 08, 09, 10`, `11`.
     pub steps: &'static str,
 }
 
@@ -49,8 +50,8 @@ pub const GAU_NERNST: Source = Source {
 pub const SGEMM_WORKLOG: Source = Source {
     key: "sgemm-worklog",
     title: "The GEMM Worklog, kernel 5: 2D block-tiling (after Simon Boehm's “How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance: a Worklog”, siboehm.com/articles/22/CUDA-MMM)",
-    authors: "Vizuara Kernel Engineering",
-    address: "",
+    authors: "Vizuara Kernel Engineering, series “03 · The GEMM Worklog”",
+    address: "https://kernelengineering.vizuara.ai/",
     seed: "seeds/002_74c07a44ca6ea61b.txt",
     steps: "02, 03",
 };
@@ -58,8 +59,8 @@ pub const SGEMM_WORKLOG: Source = Source {
 pub const MXFP8: Source = Source {
     key: "mxfp8",
     title: "MXFP8 GEMM: Up to 99% of cuBLAS performance using CUDA + PTX",
-    authors: "Daniel Vega-Myhre, March 2026",
-    address: "",
+    authors: "Daniel Vega-Myhre, 29 March 2026",
+    address: "https://danielvegamyhre.github.io/2026/03/29/mxfp8-gemm.html",
     seed: "seeds/004_72fc731bf9e27c20.txt",
     steps: "11",
 };
@@ -70,7 +71,7 @@ pub const FAST_CU: Source = Source {
     authors: "Pranjal Shankhdhar",
     address: "https://cudaforfun.substack.com/p/outperforming-cublas-on-h100-a-worklog",
     seed: "",
-    steps: "the Hopper twins of 04 to 10",
+    steps: "04 to 10 (their Hopper twins)",
 };
 
 /// Every source, in the order the references page lists them.
@@ -299,6 +300,28 @@ pub const QUOTED: &[Quoted] = &[
         step: None,
         derived: None,
     },
+    Quoted {
+        id: "mxfp8-8192",
+        source: &MXFP8,
+        what: "the final MXFP8 kernel (2-SM block-scaled tcgen05)",
+        measures: "MXFP8 GEMM (e4m3, 1×32 e8m0 scales), fp32 out, TFLOPS",
+        gpu: "B200",
+        shape: "M=N=K=8192",
+        tflops: 2599.07,
+        step: None,
+        derived: None,
+    },
+    Quoted {
+        id: "mxfp8-cublas-8192",
+        source: &MXFP8,
+        what: "torch._scaled_mm (cuBLAS)",
+        measures: "MXFP8 GEMM, fp32 out, TFLOPS",
+        gpu: "B200",
+        shape: "M=N=K=8192",
+        tflops: 2691.93,
+        step: None,
+        derived: None,
+    },
 ];
 
 /// A quoted number by id.
@@ -306,22 +329,19 @@ pub fn get(id: &str) -> Option<&'static Quoted> {
     QUOTED.iter().find(|q| q.id == id)
 }
 
-/// The series the ladder figure draws: one per source key, the B200 bf16 kernels placed at a rung, in
-/// step order. (The MXFP8 point is drawn with them when step 11 is on the figure.)
+/// The series the ladder figure draws: one per source, the B200 kernels placed at a rung, in step
+/// order (the MXFP8 post's point, at step 11, is a series of its own: another author, another problem).
 pub fn figure_series() -> Vec<(&'static str, String, Vec<&'static Quoted>)> {
     let mut out: Vec<(&'static str, String, Vec<&'static Quoted>)> = Vec::new();
     for q in QUOTED.iter().filter(|q| q.gpu == "B200" && q.step.is_some()) {
-        let key = if q.source.key == "mxfp8" {
-            "modular"
-        } else {
-            q.source.key
-        };
+        let key = q.source.key;
         match out.iter_mut().find(|(k, _, _)| *k == key) {
             Some((_, _, points)) => points.push(q),
             None => {
                 let label = match key {
-                    "modular" => "B200, quoted from Modular's “Matmul on Blackwell” 2–3 (and the MXFP8 post at 11)",
-                    "gau-nernst" => "B200, quoted from gau-nernst's “tcgen05 for dummies”",
+                    "modular" => "B200, quoted: Modular, “Matmul on Blackwell” parts 2–3",
+                    "gau-nernst" => "B200, quoted: gau-nernst, “tcgen05 for dummies”",
+                    "mxfp8" => "B200, quoted: Vega-Myhre, “MXFP8 GEMM” (e4m3)",
                     other => other,
                 };
                 out.push((key, label.to_string(), vec![q]));
@@ -341,6 +361,13 @@ mod tests {
 
     #[test]
     fn ids_are_unique_and_every_source_is_listed() {
+        for source in SOURCES {
+            assert!(
+                source.address.starts_with("https://"),
+                "{} has no address",
+                source.title
+            );
+        }
         let ids: BTreeSet<&str> = QUOTED.iter().map(|q| q.id).collect();
         assert_eq!(ids.len(), QUOTED.len());
         for q in QUOTED {
@@ -383,9 +410,9 @@ mod tests {
     #[test]
     fn the_figure_series_are_b200_rungs_in_step_order() {
         let series = figure_series();
-        assert_eq!(series.len(), 2);
+        assert_eq!(series.len(), 3);
         for (_, label, points) in &series {
-            assert!(label.starts_with("B200, quoted from"), "{label}");
+            assert!(label.starts_with("B200, quoted: "), "{label}");
             let steps: Vec<u8> = points.iter().filter_map(|q| q.step).collect();
             assert!(steps.windows(2).all(|w| w[0] < w[1]), "{label}: {steps:?}");
         }

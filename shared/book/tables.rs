@@ -25,7 +25,12 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
         };
     }
 
-    let mut header = vec!["GPU"];
+    // The GPU is a column only when rows come from more than one; otherwise the caption names it.
+    let gpus = files
+        .iter()
+        .filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f)))
+        .count();
+    let mut header = if gpus > 1 { vec!["GPU"] } else { Vec::new() };
     if step.is_none() {
         header.push("step");
     }
@@ -43,6 +48,9 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     ]);
     let numeric_from = header.iter().position(|h| *h == "median ms").unwrap_or(header.len());
     let mut out = String::new();
+    if gpus == 1 {
+        let _ = writeln!(out, "On the {}:\n", rows[0].0.device.name);
+    }
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let align: Vec<&str> = (0..header.len())
         .map(|i| if i >= numeric_from { "---:" } else { ":---" })
@@ -50,7 +58,11 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     let _ = writeln!(out, "|{}|", align.join("|"));
     let mut marks = Marks::default();
     for (file, r) in &rows {
-        let mut cells = vec![file.device.name.clone()];
+        let mut cells = if gpus > 1 {
+            vec![file.device.name.clone()]
+        } else {
+            Vec::new()
+        };
         if step.is_none() {
             cells.push(r.label());
         }
@@ -83,7 +95,13 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     if let Some(s) = step {
         let _ = writeln!(out, "Timing of every recorded run of step {s:02}:\n");
         for (file, r) in &rows {
-            let _ = writeln!(out, "- {}, {}: {}", file.device.name, shape_text(r), timing_text(r));
+            let _ = writeln!(
+                out,
+                "- {}, {}: {}",
+                file.device.name,
+                shape_text(r),
+                timing_text(r, &file.device)
+            );
         }
         out.push('\n');
         let _ = writeln!(out, "Verification of every recorded run of step {s:02}:\n");
@@ -541,10 +559,20 @@ mod tests {
     }
 
     #[test]
+    fn the_gpu_is_a_column_only_when_rows_come_from_several() {
+        let mut other = file();
+        other.device.name = "NVIDIA H200".into();
+        let two = table(&[file(), other], None);
+        assert!(two.starts_with("| GPU | step |"), "{two}");
+        assert!(two.contains("| NVIDIA H200 | 01 naive |"), "{two}");
+        assert!(!table(&[file()], None).contains("| GPU |"));
+    }
+
+    #[test]
     fn the_ladder_and_step_tables_leave_sweep_records_out() {
         let pass = LadderResults::new(vec![crate::book::figure_sweep::tests::synthetic()]);
         let all = pass.expand("{{#ladder-table}}", Path::new("results.md")).unwrap();
-        let rows: Vec<&str> = all.lines().filter(|l| l.starts_with("| NVIDIA H200 |")).collect();
+        let rows: Vec<&str> = all.lines().filter(|l| l.starts_with("| 10 persistent |")).collect();
         assert_eq!(rows.len(), 1, "only the plain run of step 10: {all}");
         assert!(rows[0].contains("| 4096³ |"));
         let step = pass.expand("{{#ladder-table step10}}", Path::new("s.md")).unwrap();

@@ -21,7 +21,7 @@ use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
 pub use crate::run::profile::{
-    block_threads, computed, computed_for_shape, Computed, NcuCounters, Profile, ProfileSource, Stall,
+    block_threads, computed, computed_for_shape, ClustersFit, Computed, NcuCounters, Profile, ProfileSource, Stall,
 };
 use crate::run::results::StepRecord;
 use std::collections::{BTreeMap, BTreeSet};

@@ -49,6 +49,18 @@ pub struct Computed {
     pub blocks_per_sm: Option<u32>,
     /// Resident warps over the SM's maximum, 0 to 1, from the occupancy calculator.
     pub theoretical_occupancy: Option<f64>,
+    /// A persistent kernel's grid: how many clusters of its shape the driver said fit on the GPU at
+    /// once (`cuOccupancyMaxActiveClusters`), with the blocks per cluster. Absent in records from
+    /// before it and for kernels the driver was not asked about; written only when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters_fit: Option<ClustersFit>,
+}
+
+/// The driver's answer to "how many clusters of this kernel fit on the GPU at once".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClustersFit {
+    pub cluster_blocks: u32,
+    pub clusters: u32,
 }
 
 impl Computed {
@@ -118,6 +130,7 @@ pub fn computed_for_shape(shape: Shape) -> Computed {
         block_threads: None,
         blocks_per_sm: None,
         theoretical_occupancy: None,
+        clusters_fit: None,
     }
 }
 
@@ -129,6 +142,10 @@ pub fn computed(gpu: &Gpu, file: &KernelFile, function: &CudaFunction, shape: Sh
         .ok()
         .map(|v| v as u32);
     out.block_threads = block_threads(file, max_threads);
+    out.clusters_fit = crate::run::registry::clusters_fit(function).map(|(cluster_blocks, clusters)| ClustersFit {
+        cluster_blocks,
+        clusters,
+    });
     let Some(threads) = out.block_threads else {
         return out;
     };

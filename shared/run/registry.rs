@@ -511,6 +511,29 @@ pub fn balanced(launch: Launch, tiles: usize) -> Launch {
     launch
 }
 
+/// A kernel (its handle) and the launch configuration the driver was asked about: threads, shared
+/// memory, cluster size.
+type ClusterQuestion = (usize, u32, u32, u32);
+
+/// Every answer `cuOccupancyMaxActiveClusters` gave this process ([`persistent_launch`] asks once per
+/// kernel and configuration), kept so that launches reuse it and the run's record can carry it.
+static CLUSTERS_FIT: std::sync::Mutex<Option<std::collections::HashMap<ClusterQuestion, u32>>> =
+    std::sync::Mutex::new(None);
+
+/// What the driver answered for `function`, if this process asked: (blocks per cluster, clusters
+/// that fit on the GPU at once). With several configurations asked about, the one with most clusters.
+pub fn clusters_fit(function: &CudaFunction) -> Option<(u32, u32)> {
+    let handle = function.cu_function() as usize;
+    CLUSTERS_FIT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .iter()
+        .filter(|(asked, _)| asked.0 == handle)
+        .map(|(asked, clusters)| (asked.3, *clusters))
+        .max_by_key(|fit| fit.1)
+}
+
 /// A persistent launch: one row of clusters of `cluster_size` blocks (`threads` threads and `smem`
 /// bytes of dynamic shared memory each), as many as fit on the GPU at once, or one per tile when there
 /// are fewer `tiles`. How many fit is asked of the driver once per kernel and configuration, and kept:
@@ -523,11 +546,6 @@ pub fn persistent_launch(
     cluster_size: u32,
     tiles: usize,
 ) -> Result<Launch> {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    /// A kernel (its handle) and the configuration asked about: threads, shared memory, cluster size.
-    type Asked = (usize, u32, u32, u32);
-    static FIT: Mutex<Option<HashMap<Asked, u32>>> = Mutex::new(None);
     let config = LaunchConfig {
         grid_dim: (cluster_size, 1, 1),
         block_dim: (threads, 1, 1),
@@ -535,7 +553,7 @@ pub fn persistent_launch(
     };
     let cluster = (cluster_size, 1, 1);
     let key = (function.cu_function() as usize, threads, smem, cluster_size);
-    let known = FIT
+    let known = CLUSTERS_FIT
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
@@ -544,9 +562,10 @@ pub fn persistent_launch(
         Some(clusters) => clusters,
         None => {
             let clusters = max_active_clusters(function, stream, &Launch::clustered(config, cluster))?;
-            FIT.lock()
+            CLUSTERS_FIT
+                .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert_with(HashMap::new)
+                .get_or_insert_with(std::collections::HashMap::new)
                 .insert(key, clusters);
             clusters
         }

@@ -35,10 +35,10 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 /// GPU time of the timed launches when `--iters` is not given: enough for a stable median.
-const TARGET_SECONDS: f64 = 1.0;
+pub const TARGET_SECONDS: f64 = 1.0;
 /// Bounds on the timed rounds (one launch of each contender) when `--iters` is not given.
-const MIN_RUNS: u32 = 5;
-const MAX_RUNS: u32 = 200;
+pub const MIN_RUNS: u32 = 5;
+pub const MAX_RUNS: u32 = 200;
 /// Untimed alternating launches before the timed ones, to let the clocks settle.
 pub const WARMUP_SECONDS: f64 = 0.75;
 /// At most this many warm-up rounds, however short a round is (tiny shapes are launch-bound).

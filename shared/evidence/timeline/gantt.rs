@@ -136,20 +136,12 @@ fn draw_gantt(
         // An empty band of `legend_rows` rows under the SMs holds the legend.
         .build_cartesian_2d(0f64..duration_us, -(legend_rows as f64)..rows as f64)?;
     let names = ["producer", "consumer 1", "consumer 2"];
-    let label = |y: &f64| {
-        let i = y.floor() as usize;
-        let sm = summary.sms_shown.get(i / 3).copied().unwrap_or(0);
-        if *y >= 0.0 && (y - y.floor() - 0.5).abs() < 1e-6 && i < rows {
-            format!("SM {sm} {}", names[i % 3])
-        } else {
-            String::new()
-        }
-    };
+    // The y axis, its ticks and the row names are drawn below, over the rows only: the mesh's would
+    // run on into the legend band under them.
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels((rows + legend_rows) * 2 + 1)
-        .y_label_formatter(&|y| label(y))
+        .disable_y_axis()
         .x_labels(12)
         .x_label_formatter(&|x| significant(*x, 3))
         .x_desc("µs since the grid's first stamp")
@@ -159,6 +151,21 @@ fn draw_gantt(
         .light_line_style(crate::svg::TRANSPARENT)
         .axis_style(INK)
         .draw()?;
+    let (axis_x, axis_top) = chart.backend_coord(&(0.0, rows as f64));
+    let (_, axis_bottom) = chart.backend_coord(&(0.0, 0.0));
+    root.draw(&PathElement::new(vec![(axis_x, axis_top), (axis_x, axis_bottom)], INK))?;
+    for i in 0..rows {
+        let sm = summary.sms_shown.get(i / 3).copied().unwrap_or(0);
+        let (px, py) = chart.backend_coord(&(0.0, i as f64 + 0.5));
+        root.draw(&PathElement::new(vec![(px - 5, py), (px, py)], INK))?;
+        root.draw(&Text::new(
+            format!("SM {sm} {}", names[i % 3]),
+            (px - 8, py),
+            TextStyle::from((FONT, 13).into_font())
+                .color(&INK)
+                .pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
+    }
     // Rows: light background for waiting, separators between SMs.
     for i in 0..rows {
         let shade = if (i / 3) % 2 == 0 {
