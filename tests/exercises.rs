@@ -14,7 +14,8 @@
 //! `check` says what it did and what is left, with exit status 6, and a second check of an
 //! unchanged file is not another attempt; `watch` starts at the first exercise not passed and moves
 //! on when it passes; `check --all` grades a folder in one line per exercise (exit 1 for a half-done
-//! folder; for every solution 0 on a GPU, 6 without); `report --csv` parses back with as many
+//! student's tree given with --tree, recorded in its progress file; for every solution 0 on a GPU,
+//! 6 without); `report --csv` parses back with as many
 //! fields in every row as in its header, names the student (`--student`, git, login), and `report
 //! --merge` gathers two students and refuses a file that is not a report.
 //!
@@ -818,7 +819,8 @@ fn check_all_grades_a_whole_folder_one_line_each_with_a_summary_and_exit_status(
         eprintln!("check_all: skipped (a GPU that is not a Hopper)");
         return;
     };
-    // A folder half done: one gap not filled (does not compile), the rest not started.
+    // A student's copy of the crate half done, graded with --tree: one gap not filled (does not
+    // compile), the rest not started; the checks are recorded in the student's progress file.
     let class = Classroom::new();
     let gap = exercise::all()
         .find(|e| {
@@ -827,9 +829,18 @@ fn check_all_grades_a_whole_folder_one_line_each_with_a_summary_and_exit_status(
         })
         .expect("a fill-the-gap starter whose gap is a compile error");
     assert!(class.run(&["start", gap.id]).status.success());
-    let out = class.run(&["check", "--all", "--no-time"]);
+    let tree = class.folder.path().display().to_string();
+    let out = class
+        .command(&["check", "--all", "--no-time", "--tree", &tree])
+        .env_remove("GEMM_LADDER_EXERCISES")
+        .env_remove("GEMM_LADDER_EXERCISE_PROGRESS")
+        .output()
+        .expect("running the exercise binary");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let recorded = std::fs::read_to_string(class.folder.path().join(".exercise-progress.json"))
+        .expect("the student's progress file");
+    assert!(recorded.contains(&format!("\"{}\"", gap.id)), "{recorded}");
     assert!(widest(&text) <= 100, "{text}");
     for ex in exercise::all() {
         let line = text

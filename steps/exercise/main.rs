@@ -36,8 +36,9 @@ const AFTER_HELP: &str = "\
 The loop: `exercise` (or `start NN.K`) writes the first exercise not yet passed into exercises/;
 edit it, `check NN.K`, `hint NN.K` when stuck, `reset NN.K` to start over. `watch` checks on every
 save and moves on to the next exercise when one passes. `solution NN.K` shows the lesson once the
-exercise has passed. Teachers: `check --all` grades a student's folder, `report --csv` writes one
-student's progress, `report --merge FILES...` gathers a class.
+exercise has passed. Teachers: `check --all --tree TREE` grades a student's copy of the crate (their
+exercises/, recorded in their progress file), `report --csv` writes one student's progress,
+`report --merge FILES...` gathers a class.
 
 Files: GEMM_LADDER_EXERCISES=DIR is the student's folder (default exercises/ in the crate),
 GEMM_LADDER_EXERCISE_PROGRESS=FILE the progress file (default .exercise-progress.json there).
@@ -86,6 +87,10 @@ enum Command {
         /// Every exercise of the student's folder, each in its own process, then a summary.
         #[arg(long, conflicts_with_all = ["id", "file", "predict"])]
         all: bool,
+        /// With --all: a student's copy of the crate, whose exercises/ are checked and whose progress
+        /// file records the checks.
+        #[arg(long)]
+        tree: Option<PathBuf>,
         #[command(flatten)]
         options: CheckOptions,
     },
@@ -146,7 +151,20 @@ fn run(command: Command) -> Result<Ending> {
     match command {
         Command::Start { id } => done(start(id.as_deref())),
         Command::List => done(list()),
-        Command::Check { all: true, options, .. } => check::check_all(&options),
+        Command::Check {
+            all: true,
+            tree,
+            options,
+            ..
+        } => {
+            if let Some(tree) = tree {
+                use_tree(&tree)?;
+            }
+            check::check_all(&options)
+        }
+        Command::Check { tree: Some(_), .. } => Err(Error::Usage(
+            "--tree names a student's copy of the crate for --all: `check --all --tree TREE`".into(),
+        )),
         Command::Check { id, options, .. } => check::check(&id.expect("clap requires it"), &options),
         Command::Hint { id } => done(hint(&id)),
         Command::Reset { id } => done(reset(&id)),
@@ -205,6 +223,23 @@ fn read_student_file(ex: &Exercise) -> Result<String> {
         ))),
         read => read.map_err(Error::io(format!("reading {}", path.display()))),
     }
+}
+
+/// Makes `tree`, a student's copy of the crate, the place this process and its children read the
+/// student's files (`exercises/`) and progress from, and record to.
+fn use_tree(tree: &Path) -> Result<()> {
+    let folder = tree.join(exercise::STUDENT_FOLDER);
+    if !folder.is_dir() {
+        return Err(Error::Usage(format!(
+            "{} has no {}/ folder: name a student's copy of the crate",
+            tree.display(),
+            exercise::STUDENT_FOLDER
+        )));
+    }
+    // Before any thread is started: `check --all` reads them, and its children inherit them.
+    std::env::set_var(FOLDER_VARIABLE, folder);
+    std::env::set_var(progress::VARIABLE, tree.join(progress::FILE_NAME));
+    Ok(())
 }
 
 fn find(id: &str) -> Result<&'static Exercise> {

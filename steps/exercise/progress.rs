@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Where progress is kept, unless GEMM_LADDER_EXERCISE_PROGRESS names another file.
-const PROGRESS_FILE: &str = ".exercise-progress.json";
+/// Where progress is kept in the crate root, unless [`VARIABLE`] names another file.
+pub const FILE_NAME: &str = ".exercise-progress.json";
+
+/// Names the progress file, instead of [`FILE_NAME`] in the crate root.
+pub const VARIABLE: &str = "GEMM_LADDER_EXERCISE_PROGRESS";
 
 /// The statuses an exercise's entry can have, as the file, `list` and `report` write them.
 pub const PASS: &str = "pass";
@@ -53,9 +56,9 @@ pub struct Entry {
 }
 
 pub fn path() -> PathBuf {
-    match std::env::var_os("GEMM_LADDER_EXERCISE_PROGRESS") {
+    match std::env::var_os(VARIABLE) {
         Some(p) => PathBuf::from(p),
-        None => root().join(PROGRESS_FILE),
+        None => root().join(FILE_NAME),
     }
 }
 
