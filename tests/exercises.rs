@@ -919,6 +919,16 @@ fn report_csv_parses_back_names_the_student_and_merges_a_class() {
     );
     assert!(records[1..].iter().all(|r| r[0] == awkward), "{text}");
 
+    // The table fits 100 columns (the line naming the progress file aside: a path).
+    let out = class.run(&["report", "--student", awkward]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && table.contains(awkward), "{}", said(&out));
+    let wide: Vec<&str> = table
+        .lines()
+        .filter(|l| !l.starts_with("progress file:") && l.chars().count() > 100)
+        .collect();
+    assert!(wide.is_empty(), "`report` is wider than 100 columns:\n{table}");
+
     // The name without --student: git's user.name, else the login name.
     let gitconfig = class.folder.path().join("gitconfig");
     std::fs::write(&gitconfig, "[user]\n\tname = Grace From Git\n").expect("a git config");
