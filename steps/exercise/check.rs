@@ -342,10 +342,10 @@ fn compile_only(ex: &Exercise, file: &KernelFile, source: &str, why: &Error) -> 
             measurement,
         });
     }
-    let left = if ex.completes_without_gpu() && !unchanged {
-        "your file is not the unchanged starter, so verifying it needs a GPU"
-    } else {
-        "verification needs a GPU"
+    let left = match (ex.completes_without_gpu(), unchanged) {
+        (true, false) => "your file is not the unchanged starter, so verifying it needs a GPU",
+        (true, true) => "its register count needs ptxas (`pip install nvidia-cuda-nvcc`) or a GPU",
+        (false, _) => "verification needs a GPU",
     };
     Ok(Outcome {
         status: COMPILED,
