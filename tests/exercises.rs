@@ -8,7 +8,16 @@
 //! the book names every exercise's file and command. The `exercise` binary itself, on a temporary
 //! student folder: `start` (with and without an id) writes the starter, `reset` writes it again and
 //! keeps the student's version, `check` reports a gap with file:line and exit code 5 and refuses a
-//! file not started, a prediction is required on a non-terminal stdin, hints are counted.
+//! file not started, a prediction is required on a non-terminal stdin, hints are counted. The
+//! classroom loop: `list` fits 100 columns and marks the exercises a compiler can complete;
+//! `solution` refuses with one line before a pass and shows each edit undone after; without a GPU,
+//! `check` says what it did and what is left, with exit status 6, and a second check of an
+//! unchanged file is not another attempt; `watch` starts at the first exercise not passed and moves
+//! on when it passes; `check --all` grades a folder in one line per exercise (exit 1 for a half-done
+//! student's tree given with --tree, recorded in its progress file; for every solution 0 on a GPU,
+//! 6 without); `report --csv` parses back with as many
+//! fields in every row as in its header, names the student (`--student`, git, login), and `report
+//! --merge` gathers two students and refuses a file that is not a report.
 //!
 //! On a GPU (skipped without one): `exercise check` on every untouched starter fails (verification,
 //! exit 1; hung, exit 3; or, for a fill-the-gap, the compile error, exit 5), except the
@@ -531,6 +540,461 @@ fn on_a_gpu_every_starter_fails_and_every_solution_passes() {
                 Some(3) => "hangs, reported as hung",
                 _ => "does not compile (the gap)",
             }
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The classroom loop: list, solution, check without a GPU, attempts, watch, check --all, report
+// ---------------------------------------------------------------------------------------------
+
+/// The exit status of `exercise check` when the file compiles and assembles but no GPU can run it.
+const NOT_VERIFIED: i32 = 6;
+
+/// The widest line of `text`, in characters.
+fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// True when a GPU can run the exercises' kernels here (the checks then verify instead of stopping
+/// after the compile), false when there is no GPU at all; `None` for a GPU that is not a Hopper,
+/// where the step 04–11 exercises cannot run either way.
+fn hopper_here() -> Option<bool> {
+    if !gemm_ladder::device::libs::driver_present() {
+        return Some(false);
+    }
+    match gemm_ladder::device::gpu::Gpu::open() {
+        Ok(gpu) if (gpu.major, gpu.minor) == (9, 0) => Some(true),
+        Ok(_) => None,
+        Err(_) => Some(false),
+    }
+}
+
+impl Classroom {
+    fn progress(&self) -> PathBuf {
+        self.folder.path().join("progress.json")
+    }
+
+    /// Marks exercises as passed in the progress file, as earlier checks on a GPU would have.
+    fn mark_passed(&self, ids: &[&str]) {
+        let entries: Vec<String> = ids
+            .iter()
+            .map(|id| format!("\"{id}\": {{\"status\": \"pass\", \"prediction\": 1.0}}"))
+            .collect();
+        let text = format!("{{\"exercises\": {{{}}}}}", entries.join(", "));
+        std::fs::write(self.progress(), text).expect("a progress file");
+    }
+
+    fn progress_json(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.progress()).expect("the progress file");
+        serde_json::from_str(&text).expect("JSON")
+    }
+}
+
+#[test]
+fn list_fits_100_columns_and_marks_what_completes_without_a_gpu() {
+    let class = Classroom::new();
+    let out = class.run(&["list"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        widest(&text) <= 100,
+        "`list` is {} columns wide:\n{text}",
+        widest(&text)
+    );
+    assert!(
+        exercise::all().any(|e| e.completes_without_gpu()),
+        "no exercise can be completed without a GPU: say so in the legend instead"
+    );
+    for ex in exercise::all() {
+        let row = text
+            .lines()
+            .find(|l| l.contains(&format!(" {} ", ex.id)))
+            .unwrap_or_else(|| panic!("no row for {}:\n{text}", ex.id));
+        assert_eq!(
+            row.contains(" yes "),
+            ex.completes_without_gpu(),
+            "{}: the \"no GPU\" column: {row}",
+            ex.id
+        );
+    }
+    assert!(
+        text.contains("Complete means passed") && text.contains("not verified: no GPU"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_solution_is_the_lesson_diff_and_shows_only_after_a_pass() {
+    let class = Classroom::new();
+    for ex in exercise::all() {
+        let out = class.run(&["solution", ex.id]);
+        assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.lines().count() == 1 && stderr.contains("has not passed yet") && out.stdout.is_empty(),
+            "{}",
+            said(&out)
+        );
+    }
+    let ids: Vec<&str> = exercise::all().map(|e| e.id).collect();
+    class.mark_passed(&ids);
+    for ex in exercise::all() {
+        let out = class.run(&["solution", ex.id]);
+        assert!(out.status.success(), "{}", said(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("\n--- ") && text.contains("\n+++ ") && text.contains("\n@@ -"),
+            "{text}"
+        );
+        // Each edit shows reversed: the kernel's lines come back (`+`) for a gap or a bug; for a
+        // predict-then-measure, the change is shown as made (`-` the kernel's lines).
+        let kernel_side = if ex.kind == Kind::PredictThenMeasure { '-' } else { '+' };
+        for edit in ex.edits {
+            for line in edit.find.lines().filter(|l| !l.trim().is_empty()) {
+                assert!(
+                    // A `find` may start and end inside a line.
+                    text.lines()
+                        .any(|l| l.starts_with([kernel_side, ' ']) && l.contains(line)),
+                    "{}: `{line}` is not in the lesson:\n{text}",
+                    ex.id
+                );
+            }
+        }
+        let closing = match (ex.answer, &ex.prediction) {
+            (Some(answer), _) => answer,
+            (None, Some(p)) => p.chapter_answer,
+            (None, None) => "",
+        };
+        assert!(text.contains(closing), "{}: {text}", ex.id);
+    }
+}
+
+#[test]
+fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_files_only() {
+    if hopper_here() != Some(false) {
+        eprintln!("check_without_a_gpu: skipped (a GPU is here: checks verify)");
+        return;
+    }
+    if !common::nvrtc_or_skip("check_without_a_gpu") {
+        return;
+    }
+    let assembles = gemm_ladder::device::libs::find_tool("ptxas").is_some();
+    let class = Classroom::new();
+    let bug = exercise::find("08.1").expect("exercise 08.1");
+    assert!(class.run(&["start", bug.id]).status.success());
+    for attempt in 1..=2 {
+        let out = class.run(&["check", bug.id]);
+        assert_eq!(out.status.code(), Some(NOT_VERIFIED), "{}", said(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let done = if assembles {
+            "compiles and assembles for sm_90a: "
+        } else {
+            "compiles for sm_90a"
+        };
+        assert!(
+            stdout.contains("NOT VERIFIED")
+                && stdout.contains(done)
+                && stdout.contains("verification needs a GPU")
+                && stdout.contains("run the same command on one")
+                && out.stderr.is_empty(),
+            "{}",
+            said(&out)
+        );
+        let entry = &class.progress_json()["exercises"][bug.id];
+        assert_eq!(entry["status"], "compiled", "{entry}");
+        // Checking the same file again is not another attempt.
+        assert_eq!(entry["attempts"], 1, "check {attempt}: {entry}");
+    }
+    let path = class.file(bug);
+    let edited = std::fs::read_to_string(&path).expect("the file") + "// a change\n";
+    std::fs::write(&path, edited).expect("an edit");
+    assert_eq!(class.run(&["check", bug.id]).status.code(), Some(NOT_VERIFIED));
+    assert_eq!(class.progress_json()["exercises"][bug.id]["attempts"], 2);
+
+    // The one exercise a compiler can complete: its unchanged starter passes, an edited one does not.
+    if !assembles {
+        eprintln!("check_without_a_gpu: the register count part skipped (ptxas not found)");
+        return;
+    }
+    for ex in exercise::all().filter(|e| e.completes_without_gpu()) {
+        assert!(class.run(&["start", ex.id]).status.success());
+        let out = class.run(&["check", ex.id, "--predict", "80"]);
+        assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("PASS without a GPU") && stdout.contains("measured:"),
+            "{}",
+            said(&out)
+        );
+        let path = class.file(ex);
+        let edited = std::fs::read_to_string(&path).expect("the file") + "// a change\n";
+        std::fs::write(&path, edited).expect("an edit");
+        let out = class.run(&["check", ex.id, "--predict", "80"]);
+        assert_eq!(out.status.code(), Some(NOT_VERIFIED), "{}", said(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("not the unchanged starter"),
+            "{}",
+            said(&out)
+        );
+    }
+}
+
+/// `watch` without an id starts at the first exercise not passed and, once its check passes, moves
+/// on to the next. The exercise it starts at is one a check passes both with and without a GPU.
+#[test]
+fn watch_starts_at_the_first_exercise_not_passed_and_moves_on_when_it_passes() {
+    use std::io::{BufRead, BufReader};
+    if !common::nvrtc_or_skip("watch_moves_on") {
+        return;
+    }
+    let Some(gpu) = hopper_here() else {
+        eprintln!("watch_moves_on: skipped (a GPU that is not a Hopper)");
+        return;
+    };
+    if !gpu && gemm_ladder::device::libs::find_tool("ptxas").is_none() {
+        eprintln!("watch_moves_on: skipped (no GPU and no ptxas: nothing can pass)");
+        return;
+    }
+    let all: Vec<&Exercise> = exercise::all().collect();
+    let at = all
+        .iter()
+        .position(|e| e.completes_without_gpu())
+        .expect("an exercise that completes without a GPU");
+    let (first, next) = (all[at], all[at + 1]);
+    let class = Classroom::new();
+    let before: Vec<&str> = all[..at].iter().map(|e| e.id).collect();
+    class.mark_passed(&before);
+    let mut child = class
+        .command(&["watch", "--predict", "80", "--no-time"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("running exercise watch");
+    // Read until the next exercise's file is written, on a thread, so that a watch that never moves
+    // on fails the test after a while instead of blocking it.
+    let stdout = child.stdout.take().expect("piped");
+    let awaited = next.file_name();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let done = line.contains(&awaited);
+            if sender.send(line).is_err() || done {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while let Ok(line) = receiver.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+        let done = line.contains(&next.file_name());
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    child.kill().ok();
+    child.wait().ok();
+    let text = lines.join("\n");
+    assert!(
+        text.starts_with(&format!("exercise {}", first.id)),
+        "watch did not start at {}:\n{text}",
+        first.id
+    );
+    assert!(
+        text.contains(&format!("exercise {} passed: on to exercise {}", first.id, next.id))
+            && text.contains(&next.file_name()),
+        "watch did not move on:\n{text}"
+    );
+    assert_eq!(class.progress_json()["exercises"][first.id]["status"], "pass");
+}
+
+#[test]
+fn check_all_grades_a_whole_folder_one_line_each_with_a_summary_and_exit_status() {
+    if !common::nvrtc_or_skip("check_all") {
+        return;
+    }
+    let Some(gpu) = hopper_here() else {
+        eprintln!("check_all: skipped (a GPU that is not a Hopper)");
+        return;
+    };
+    // A student's copy of the crate half done, graded with --tree: one gap not filled (does not
+    // compile), the rest not started; the checks are recorded in the student's progress file.
+    let class = Classroom::new();
+    let gap = exercise::all()
+        .find(|e| {
+            let file = e.kernel_file(&e.student_path(), &starter(e));
+            e.kind == Kind::FillTheGap && nvrtc::compile(&file, file.targets.claimed_archs()[0], Output::Ptx).is_err()
+        })
+        .expect("a fill-the-gap starter whose gap is a compile error");
+    assert!(class.run(&["start", gap.id]).status.success());
+    let tree = class.folder.path().display().to_string();
+    let out = class
+        .command(&["check", "--all", "--no-time", "--tree", &tree])
+        .env_remove("GEMM_LADDER_EXERCISES")
+        .env_remove("GEMM_LADDER_EXERCISE_PROGRESS")
+        .output()
+        .expect("running the exercise binary");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let recorded = std::fs::read_to_string(class.folder.path().join(".exercise-progress.json"))
+        .expect("the student's progress file");
+    assert!(recorded.contains(&format!("\"{}\"", gap.id)), "{recorded}");
+    assert!(widest(&text) <= 100, "{text}");
+    for ex in exercise::all() {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{}  ", ex.id)))
+            .unwrap_or_else(|| panic!("no line for {}:\n{text}", ex.id));
+        let word = if ex.id == gap.id { "FAIL" } else { "not done" };
+        assert!(line.contains(word), "{line}");
+    }
+    assert!(
+        text.contains(&format!("{} exercises: 0 passed, 1 failed", exercise::all().count())),
+        "{text}"
+    );
+
+    // Every solution, with a prediction recorded: all pass on a GPU (0); without one, nothing
+    // fails but what needs a run is not verified (6).
+    let class = Classroom::new();
+    let ids: Vec<&str> = exercise::all().map(|e| e.id).collect();
+    class.mark_passed(&ids);
+    std::fs::create_dir_all(class.exercises()).expect("the folder");
+    for ex in exercise::all() {
+        let text = match ex.kind {
+            Kind::PredictThenMeasure => starter(ex),
+            _ => ex.solution().unwrap_or_else(|e| panic!("{e}")),
+        };
+        std::fs::write(class.file(ex), text).expect("a solution");
+    }
+    let out = class.run(&["check", "--all", "--no-time"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expected = if gpu { 0 } else { NOT_VERIFIED };
+    assert_eq!(out.status.code(), Some(expected), "{}", said(&out));
+    assert!(text.contains(" 0 failed, 0 not done"), "{text}");
+    // One attempt each; a second check of the same file is not another.
+    for ex in exercise::all() {
+        assert_eq!(class.progress_json()["exercises"][ex.id]["attempts"], 1, "{}", ex.id);
+    }
+    let out = class.run(&["check", ids[0], "--no-time"]);
+    assert_eq!(out.status.code(), Some(expected), "{}", said(&out));
+    assert_eq!(class.progress_json()["exercises"][ids[0]]["attempts"], 1);
+}
+
+/// The fields of every record of a CSV text, the header first, read by the `csv` crate.
+fn csv_records(text: &str) -> Vec<Vec<String>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|r| r.expect("a CSV record").iter().map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn report_csv_parses_back_names_the_student_and_merges_a_class() {
+    let class = Classroom::new();
+    class.mark_passed(&["01.1"]);
+    let awkward = "Ada \"Byron\", L.";
+    let out = class.run(&["report", "--csv", "--student", awkward]);
+    assert!(out.status.success(), "{}", said(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let records = csv_records(&text);
+    assert_eq!(records.len(), 1 + exercise::all().count(), "{text}");
+    let header = &records[0];
+    for (n, record) in records.iter().enumerate() {
+        assert_eq!(
+            record.len(),
+            header.len(),
+            "row {n} has {} fields: {record:?}",
+            record.len()
+        );
+    }
+    let kind = header.iter().position(|h| h == "kind").expect("a kind column");
+    assert!(
+        records.iter().any(|r| r[kind] == Kind::PredictThenMeasure.describe()),
+        "no row of a kind with a comma: {text}"
+    );
+    assert!(records[1..].iter().all(|r| r[0] == awkward), "{text}");
+
+    // The table fits 100 columns (the line naming the progress file aside: a path).
+    let out = class.run(&["report", "--student", awkward]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && table.contains(awkward), "{}", said(&out));
+    let wide: Vec<&str> = table
+        .lines()
+        .filter(|l| !l.starts_with("progress file:") && l.chars().count() > 100)
+        .collect();
+    assert!(wide.is_empty(), "`report` is wider than 100 columns:\n{table}");
+
+    // The name without --student: git's user.name, else the login name.
+    let gitconfig = class.folder.path().join("gitconfig");
+    std::fs::write(&gitconfig, "[user]\n\tname = Grace From Git\n").expect("a git config");
+    let local = Command::new("git")
+        .args(["config", "--local", "user.name"])
+        .current_dir(ROOT)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let name_with = |global: &Path| {
+        let out = class
+            .command(&["report", "--csv"])
+            .env("GIT_CONFIG_GLOBAL", global)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("USER")
+            .env_remove("USERNAME")
+            .env("LOGNAME", "grace_login")
+            .output()
+            .expect("running the exercise binary");
+        csv_records(&String::from_utf8_lossy(&out.stdout))[1][0].clone()
+    };
+    match &local {
+        Some(name) => eprintln!("report name: the repository sets user.name ({name}); fallbacks not checked"),
+        None => {
+            assert_eq!(name_with(&gitconfig), "Grace From Git");
+            assert_eq!(name_with(Path::new("/dev/null")), "grace_login");
+        }
+    }
+
+    // Two students merged: one header, every row, and tables that fit 100 columns.
+    let ada = class.folder.path().join("ada.csv");
+    let bob = class.folder.path().join("bob.csv");
+    std::fs::write(&ada, &text).expect("a report");
+    let out = class.run(&["report", "--csv", "--student", "Bob"]);
+    std::fs::write(&bob, &out.stdout).expect("a report");
+    let (ada, bob) = (ada.display().to_string(), bob.display().to_string());
+    let out = class.run(&["report", "--merge", &ada, &bob, "--csv"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let merged = csv_records(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(merged.len(), 1 + 2 * exercise::all().count());
+    assert!(merged.iter().all(|r| r.len() == header.len()));
+    let out = class.run(&["report", "--merge", &ada, &bob]);
+    let tables = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && tables.contains(awkward) && tables.contains("Bob"),
+        "{}",
+        said(&out)
+    );
+    assert!(
+        tables.contains(&format!("1 of {}", exercise::all().count())) && widest(&tables) <= 100,
+        "{tables}"
+    );
+
+    // Not a report, or one student twice: one line, exit status 2.
+    let progress = class.progress().display().to_string();
+    for files in [vec![progress.as_str()], vec![ada.as_str(), ada.as_str()]] {
+        let mut args = vec!["report", "--merge"];
+        args.extend(files);
+        let out = class.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).lines().count(),
+            1,
+            "{}",
+            said(&out)
         );
     }
 }

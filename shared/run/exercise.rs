@@ -1,6 +1,6 @@
 //! The classroom exercises: each step lists its own in `steps/stepNN_name/exercises.rs`; this file only
 //! gathers them, in ladder order. The `exercise` binary (`start`, `list`, `check`, `hint`, `reset`,
-//! `watch`, `report`) and `tests/exercises.rs` read them from here.
+//! `watch`, `solution`, `report`) and `tests/exercises.rs` read them from here.
 //!
 //! An exercise is not a copy of a kernel: it is a short list of exact [`Edit`]s of the step's own
 //! kernel for the architecture the GPU runs (`kernel.cu` for steps 01–03, `sm90.cu` for 04–11) that
@@ -103,6 +103,16 @@ impl Quantity {
     pub fn needs_timing(&self) -> bool {
         !matches!(self, Quantity::Registers)
     }
+
+    /// The unit in a narrow table column.
+    pub fn short_unit(&self) -> &'static str {
+        match self {
+            Quantity::Tflops => "TFLOPS",
+            Quantity::Milliseconds => "ms",
+            Quantity::Registers => "regs",
+            Quantity::TimeRatio => "×",
+        }
+    }
 }
 
 impl Kind {
@@ -192,6 +202,42 @@ impl Exercise {
             Kind::PredictThenMeasure => self.starter(),
             Kind::FillTheGap | Kind::FindTheBug => Ok(self.kernel().source.to_string()),
         }
+    }
+
+    /// What the exercise measures, for predict-then-measure.
+    pub fn quantity(&self) -> Option<Quantity> {
+        self.prediction.as_ref().and_then(|p| Quantity::of_unit(p.unit))
+    }
+
+    /// Whether `exercise check` can complete it without a GPU: a predict-then-measure of the
+    /// registers per thread, which ptxas reports, checked on the unchanged starter (a correct
+    /// variant, which the tests run and verify on a GPU). Every other verdict needs the kernel run.
+    pub fn completes_without_gpu(&self) -> bool {
+        self.quantity() == Some(Quantity::Registers)
+    }
+
+    /// The lesson, as a unified diff: for a gap or a bug, the starter (without its comment) against
+    /// the solution, i.e. the exercise's edits reversed; for predict-then-measure, the step's kernel
+    /// against the starter, i.e. the changed constant.
+    pub fn lesson(&self) -> Result<String> {
+        let kernel = self.kernel();
+        let edited = self.edited_kernel()?;
+        let starter = format!("{} (the starter, without its comment)", self.student_path());
+        let (old, new, old_name, new_name) = match self.kind {
+            Kind::FillTheGap | Kind::FindTheBug => (
+                edited.as_str(),
+                kernel.source,
+                starter,
+                format!("{} (the solution: the step's kernel)", kernel.path),
+            ),
+            Kind::PredictThenMeasure => (
+                kernel.source,
+                edited.as_str(),
+                format!("{} (the step's kernel)", kernel.path),
+                starter,
+            ),
+        };
+        Ok(edit::unified_diff(old, new, &old_name, &new_name, 3))
     }
 
     /// The starter, as a kernel file named by the student's path.

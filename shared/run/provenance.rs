@@ -80,6 +80,14 @@ pub fn source_hash(file: &KernelFile) -> String {
     format!("fnv1a64:{:016x}", h.0)
 }
 
+/// The hash of one text (`fnv1a64:` and 16 hex digits): `exercise check` keeps it of the file it
+/// last counted as an attempt, so that checking an unchanged file again is not another attempt.
+pub fn text_hash(text: &str) -> String {
+    let mut h = Fnv1a::new();
+    h.field(text);
+    format!("fnv1a64:{:016x}", h.0)
+}
+
 /// How a record's kernel source compares with the source the book shows now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Source {
