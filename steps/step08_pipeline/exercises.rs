@@ -79,13 +79,13 @@ pub const EXERCISES: &[Exercise] = &[
         answer: None,
         hints: &[
             "With S stages the producer can run S − 1 K tiles ahead of the tile the consumers are computing: it refills a stage only when the consumers release it, one tile behind.",
-            "One K tile of a block is 2·128·256·64 = 4.2 Mflop; at about 990 TFLOPS over 132 SMs an SM does it in about 0.56 µs. A TMA copy takes hundreds of clocks before its first bytes land, and a 48 KiB stage longer.",
+            "One K tile of a block is 2·128·256·64 = 4.2 Mflop: 1024 cycles of an SM's tensor cores (4096 flops a cycle), 0.56 µs at the datasheet's 1.83 GHz, about 0.66 µs at the 1.5–1.6 GHz the timed loops run at under the power limit. A TMA copy takes hundreds of clocks before its first bytes land, and a 48 KiB stage longer.",
             "Two stages give a copy about one K tile of MMA time to land, three about two. Expect the tensor cores to wait part of every K tile: slower than the step, by a fraction rather than by half.",
         ],
         prediction: Some(Prediction {
             question: "How many times step 08's own time (three stages) does the kernel with a two-stage ring take at 4096³ (`exercise check 08.3 --size 4096`)?",
             unit: "× the step's time",
-            chapter_answer: "Above 1×, by a modest fraction. The producer refills a stage when the consumers release it, one K tile behind (wgmma_wait<1>), so with two stages the copy of K tile t + 1 starts as the MMAs of tile t start and has one tile of MMA time to land: 2·128·256·64 = 4.2 Mflop, at about 990 TFLOPS / 132 SMs ≈ 7.5 TFLOPS an SM, about 0.56 µs. A TMA copy of a 48 KiB stage from L2 takes hundreds of clocks before its first bytes land, so some of that lead is used up every tile and the tensor cores idle for the rest; three stages give about two tiles (1.1 µs) of lead.",
+            chapter_answer: "Above 1×, by a modest fraction. The producer refills a stage when the consumers release it, one K tile behind (wgmma_wait<1>), so with two stages the copy of K tile t + 1 starts as the MMAs of tile t start and has one tile of MMA time to land: 2·128·256·64 = 4.2 Mflop, 1024 cycles of an SM's tensor cores: 0.56 µs at the datasheet's 1.83 GHz, about 0.66 µs at the clock the timed loop runs at (the step's timing line gives it). A TMA copy of a 48 KiB stage from L2 takes hundreds of clocks before its first bytes land, so some of that lead is used up every tile and the tensor cores idle for the rest; three stages give about two tiles (1.1 to 1.3 µs) of lead.",
         }),
     },
 ];
