@@ -76,7 +76,23 @@ impl Error {
     }
 }
 
-/// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
+/// What each exit status means, as `--help` ends with it and the README lists it: [`Error::exit_code`]
+/// returns these.
+pub const EXIT_CODES: [(u8, &str); 6] = [
+    (0, "success"),
+    (1, "verification failed"),
+    (2, "usage: a bad flag, shape or architecture"),
+    (3, "a kernel hung"),
+    (4, "environment: no driver or GPU, NVRTC or cuBLAS missing"),
+    (5, "anything else: a compile error, a CUDA or file error"),
+];
+
+/// The `after_help` of every binary: [`EXIT_CODES`] as one line.
+pub fn exit_codes_help() -> String {
+    let codes: Vec<String> = EXIT_CODES.iter().map(|(code, meaning)| format!("{code} {meaning}")).collect();
+    format!("Exit status: {}.", codes.join("; "))
+}
+
 /// Lets a write to a closed pipe end the process quietly, as it ends `cat` or `grep` (`stepNN --emit
 /// ptx | head`): Rust ignores SIGPIPE, so `println!` would panic with a backtrace instead. Every
 /// binary's entry calls it first.
@@ -88,6 +104,7 @@ pub fn quiet_on_closed_pipe() {
     }
 }
 
+/// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
 pub fn exit_with(result: Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -161,10 +161,14 @@ fn a_compile_error_names_the_file_and_line() {
 
 #[test]
 fn emit_refuses_an_architecture_no_kernel_claims() {
+    // A portable kernel compiles for every architecture from sm_80 on, the arch-specific ones too.
     let file = &steps::step01_naive::STEP.kernels[0];
-    assert!(!file.targets.compiles_for(Arch::SM90A));
-    assert!(file.targets.compiles_for(Arch::SM90));
+    for arch in [Arch::SM80, Arch::SM90, Arch::SM90A, Arch::SM100A] {
+        assert!(file.targets.compiles_for(arch), "{arch}");
+    }
+    assert!(!file.targets.compiles_for(Arch::new(7, 5, false)));
     assert!(!Targets::Hopper.compiles_for(Arch::SM100A));
+    assert!(!Targets::Blackwell.compiles_for(Arch::SM90));
 }
 
 /// The waits a Blackwell kernel of steps 07–11 may call: mbarrier_sm100.cuh's, each naming its barrier.
