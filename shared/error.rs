@@ -3,15 +3,28 @@
 
 use std::process::ExitCode;
 
+/// Where NVRTC comes from, as every message and the README say it. The pip wheels are found through
+/// the `python3` (or `python`) on PATH (`device::libs`); a library elsewhere, through LD_LIBRARY_PATH.
+pub const NVRTC_INSTALL: &str = "install a CUDA toolkit (12.8 or newer), or `pip install \"nvidia-cuda-nvrtc==13.*\"` \
+     for the python3 on PATH (found there by itself; a library elsewhere: put its folder on LD_LIBRARY_PATH)";
+
+/// Where cuBLAS comes from (see [`NVRTC_INSTALL`]).
+pub const CUBLAS_INSTALL: &str = "install a CUDA toolkit, or `pip install \"nvidia-cublas==13.*\"` for the python3 on \
+     PATH (found there by itself; a library elsewhere: put its folder on LD_LIBRARY_PATH)";
+
+/// Where ptxas, cuobjdump and nvdisasm come from: the pip wheel brings all three, found by itself.
+pub const TOOLS_INSTALL: &str =
+    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvcc==13.*\"` for the python3 on PATH (it brings ptxas, cuobjdump and nvdisasm)";
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("no NVIDIA driver library (libcuda) found: install the NVIDIA driver to run kernels; `--emit ptx` and `ladder --book-only` work without one")]
     NoDriver,
     #[error("no CUDA GPU found: the driver reports {0} devices")]
     NoDevice(i32),
-    #[error("NVRTC (libnvrtc) not found: install a CUDA toolkit or `pip install nvidia-cuda-nvrtc`, and put its lib folder on LD_LIBRARY_PATH")]
+    #[error("NVRTC (libnvrtc) not found: {NVRTC_INSTALL}")]
     NoNvrtc,
-    #[error("cuBLAS (libcublas) not found: install a CUDA toolkit or `pip install nvidia-cublas`, and put its lib folder on LD_LIBRARY_PATH")]
+    #[error("cuBLAS (libcublas) not found: {CUBLAS_INSTALL}")]
     NoCublas,
     #[error("shape {m}x{n}x{k} refused by {step}: {rule}")]
     Shape {

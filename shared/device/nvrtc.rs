@@ -294,7 +294,7 @@ pub fn disassemble(cubin: &[u8], label: &str) -> Result<String> {
     let _ = std::fs::remove_file(&file);
     sass.ok_or_else(|| {
         Error::Other(
-            "--emit sass needs cuobjdump or nvdisasm (CUDA toolkit, or `pip install nvidia-cuda-cuobjdump`)".into(),
+            format!("--emit sass needs cuobjdump or nvdisasm: {}", crate::error::TOOLS_INSTALL),
         )
     })
 }
