@@ -102,7 +102,10 @@ pub const EXIT_CODES: [(u8, &str); 6] = [
 
 /// The `after_help` of every binary: [`EXIT_CODES`] as one line.
 pub fn exit_codes_help() -> String {
-    let codes: Vec<String> = EXIT_CODES.iter().map(|(code, meaning)| format!("{code} {meaning}")).collect();
+    let codes: Vec<String> = EXIT_CODES
+        .iter()
+        .map(|(code, meaning)| format!("{code} {meaning}"))
+        .collect();
     format!("Exit status: {}.", codes.join("; "))
 }
 

@@ -52,10 +52,16 @@ fn help_fits_a_100_column_terminal_and_ends_with_the_exit_statuses() {
         assert!(widest <= 100, "{name} --help is {widest} columns wide:\n{help}");
         // `exercise` states its own loop after the options (steps/exercise/main.rs).
         if *name != "exercise" {
-            let statuses = help.split("Exit status:").nth(1).unwrap_or_else(|| panic!("{name}:\n{help}"));
+            let statuses = help
+                .split("Exit status:")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{name}:\n{help}"));
             let statuses = statuses.split_whitespace().collect::<Vec<_>>().join(" ");
             for (code, meaning) in EXIT_CODES {
-                assert!(statuses.contains(&format!("{code} {meaning}")), "{name}: {code} {meaning}");
+                assert!(
+                    statuses.contains(&format!("{code} {meaning}")),
+                    "{name}: {code} {meaning}"
+                );
             }
         }
         // One line: the program, the crate's version and the revision it was built from.
@@ -99,7 +105,12 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
     // An architecture none of the step's kernels is for: which ones they are for.
     let out = run("step05", &["--emit", "ptx", "--arch", "sm80"]);
     refused(&out, &["step05 has no kernel for --arch sm_80", "sm_90a", "sm_100a"]);
-    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{}", said(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().count(),
+        1,
+        "{}",
+        said(&out)
+    );
     let out = run("step01", &["--emit", "ptx", "--arch", "sm75"]);
     refused(&out, &["step01 has no kernel for --arch sm_75", "8.0 or newer"]);
 }
@@ -107,10 +118,18 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
 /// The portable steps (01–03) emit for the arch-specific targets too: the README's `--arch sm90a`.
 fn portable_steps_emit_for_sm90a_and_sm100a() -> Ran {
     common::nvrtc()?;
-    for (arch, target) in [("sm90a", ".target sm_90a"), ("sm100a", ".target sm_100a"), ("sm80", ".target sm_80")] {
+    for (arch, target) in [
+        ("sm90a", ".target sm_90a"),
+        ("sm100a", ".target sm_100a"),
+        ("sm80", ".target sm_80"),
+    ] {
         let out = run("step03", &["--emit", "ptx", "--arch", arch]);
         assert!(out.status.success(), "{}", said(&out));
-        assert!(String::from_utf8_lossy(&out.stdout).contains(target), "{arch}: {}", said(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(target),
+            "{arch}: {}",
+            said(&out)
+        );
     }
     Ok(())
 }
@@ -128,7 +147,12 @@ fn a_closed_pipe_ends_the_program_quietly() -> Ran {
         .spawn()
         .expect("running step05");
     let mut head = [0u8; 256];
-    child.stdout.take().expect("stdout").read_exact(&mut head).expect("the PTX's first bytes");
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_exact(&mut head)
+        .expect("the PTX's first bytes");
     // The pipe is closed here, long before the PTX (over 64 KiB) is all written.
     let out = child.wait_with_output().expect("step05 ends");
     let stderr = String::from_utf8_lossy(&out.stderr);

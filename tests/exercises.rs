@@ -448,7 +448,11 @@ fn on_a_gpu_every_starter_fails_and_every_solution_passes() -> Ran {
     let mut timed_one_prediction = false;
     for ex in exercise::all() {
         if !ex.kernel().targets.serves(major, minor) {
-            println!("exercise {}: not checked here (needs {})", ex.id, ex.kernel().targets.describe());
+            println!(
+                "exercise {}: not checked here (needs {})",
+                ex.id,
+                ex.kernel().targets.describe()
+            );
             continue;
         }
         // The solution passes, and the check says why it is right.

@@ -246,6 +246,36 @@ fn blackwell_pair_kernels_assemble_with_the_bounded_waits_too() -> Ran {
     common::assembled(assembled)
 }
 
+/// The timeline stamps (`--timeline`, steps 08–11 on Hopper) are empty macros in the plain build: its
+/// PTX has no trace of them, while the instrumented build reads the timer and knows the buffer, and
+/// compiles to a cubin.
+fn timeline_stamps_are_only_in_the_instrumented_build() -> Ran {
+    use gemm_ladder::evidence::timeline::instrumented;
+    common::nvrtc()?;
+    for id in [8u8, 9, 10, 11] {
+        let file = steps::get(id)
+            .unwrap()
+            .kernels
+            .iter()
+            .find(|k| k.targets == Targets::Hopper)
+            .unwrap();
+        let arch = Arch::SM90A;
+        let plain = String::from_utf8(nvrtc::compile(file, arch, Output::Ptx).unwrap().bytes).unwrap();
+        assert!(
+            !plain.contains("globaltimer") && !plain.contains("timeline_"),
+            "step{id:02}"
+        );
+        let inst = instrumented(file);
+        let stamped = String::from_utf8(nvrtc::compile(&inst, arch, Output::Ptx).unwrap().bytes).unwrap();
+        assert!(
+            stamped.contains("globaltimer") && stamped.contains("timeline_records"),
+            "step{id:02}"
+        );
+        nvrtc::compile(&inst, arch, Output::Cubin).unwrap_or_else(|e| panic!("step{id:02}: {e}"));
+    }
+    Ok(())
+}
+
 common::harness::tests!(
     every_kernel_compiles_and_assembles_for_every_architecture_it_claims,
     the_planted_bug_kernels_compile_too,
@@ -254,4 +284,5 @@ common::harness::tests!(
     emit_compiles_a_kernel_only_for_the_architectures_it_can_run_on,
     blackwell_pair_kernels_wait_only_through_the_named_waits,
     blackwell_pair_kernels_assemble_with_the_bounded_waits_too,
+    timeline_stamps_are_only_in_the_instrumented_build,
 );

@@ -34,7 +34,11 @@ fn protocol_input(root: &Path, chapter: &str) -> Vec<u8> {
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join("book.toml"), "[book]\ntitle = \"t\"\n").unwrap();
     std::fs::write(root.join("src/SUMMARY.md"), "# Summary\n\n[One](one.md)\n").unwrap();
-    std::fs::write(root.join("k.cu"), "void f() {\n    // ANCHOR: body\n    int x;\n    // ANCHOR_END: body\n}\n").unwrap();
+    std::fs::write(
+        root.join("k.cu"),
+        "void f() {\n    // ANCHOR: body\n    int x;\n    // ANCHOR_END: body\n}\n",
+    )
+    .unwrap();
     std::fs::write(root.join("src/one.md"), chapter).unwrap();
     let loaded = MDBook::load(root).unwrap();
     let ctx = PreprocessorContext::new(root.to_path_buf(), loaded.config.clone(), "html".into());
@@ -64,7 +68,10 @@ fn speaks_the_preprocessor_protocol() {
     let text = chapter_text(&expanded);
     assert!(text.contains("Nothing has been recorded on a GPU yet"), "{text}");
     assert!(text.contains("```cpp\nint x;\n```"), "{text}");
-    assert!(text.contains("\\{{#ladder-figure}}") && !text.contains("{{#ladder-table"), "{text}");
+    assert!(
+        text.contains("\\{{#ladder-figure}}") && !text.contains("{{#ladder-table"),
+        "{text}"
+    );
 
     // A wrong directive: nothing on standard output, one error line naming the chapter, status 5.
     let dir = tempfile::tempdir().unwrap();
@@ -115,7 +122,10 @@ fn html_pages(dir: &Path) -> Vec<(PathBuf, String)> {
 fn plain_mdbook_renders_the_same_book_as_the_crates_build() {
     let config = mdbook_driver::config::Config::from_disk(book_dir().join("book.toml")).unwrap();
     let key = |field: &str| format!("preprocessor.{}.{field}", book::PASS_NAME);
-    let command: String = config.get(&key("command")).unwrap().expect("book.toml registers the pass");
+    let command: String = config
+        .get(&key("command"))
+        .unwrap()
+        .expect("book.toml registers the pass");
     assert!(command.contains("--bin mdbook-ladder"), "{command}");
     let before: Vec<String> = config.get(&key("before")).unwrap().unwrap_or_default();
     assert_eq!(before, ["links"]);
@@ -136,7 +146,11 @@ fn plain_mdbook_renders_the_same_book_as_the_crates_build() {
         crate_pages.iter().map(|(p, _)| p).collect::<Vec<_>>()
     );
     for ((page, plain_text), (_, crate_text)) in plain_pages.iter().zip(&crate_pages) {
-        assert!(!plain_text.contains("{{#ladder"), "{}: a directive is left", page.display());
+        assert!(
+            !plain_text.contains("{{#ladder"),
+            "{}: a directive is left",
+            page.display()
+        );
         assert!(plain_text == crate_text, "{}: the two builds differ", page.display());
     }
     // mdBook names it `searchindex-<hash>.js`.

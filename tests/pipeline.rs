@@ -85,7 +85,7 @@ fn every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels() {
         );
         // And the shape is whole clusters along M (step 10's default is one block: two of them),
         // one tile along N.
-        assert_eq!(SHAPE.m as u64 % (define(real, "BM") * define(real, "CLUSTER_M")), 0);
+        assert!((SHAPE.m as u64).is_multiple_of(define(real, "BM") * define(real, "CLUSTER_M")));
         assert_eq!(SHAPE.n as u64, define(real, "BN"));
         planted += 1;
     }

@@ -30,7 +30,7 @@ fn shape_text(shape: Shape) -> String {
 
 /// `225` or `8.5`: bytes in KiB, a decimal only where it is not whole.
 fn kib_text(bytes: u32) -> String {
-    if bytes % 1024 == 0 {
+    if bytes.is_multiple_of(1024) {
         (bytes / 1024).to_string()
     } else {
         format!("{:.1}", f64::from(bytes) / 1024.0)
@@ -83,7 +83,10 @@ fn checks_text(what: &str, shape: Shape, checks: &[Check]) -> String {
     let mut text = format!("{what} {shape}\n{}", fit(Table::new(rows)));
     for c in checks {
         text.push('\n');
-        text.push_str(&paragraph(&format!("vs {}: elementwise {}", c.against, c.elementwise_bound)));
+        text.push_str(&paragraph(&format!(
+            "vs {}: elementwise {}",
+            c.against, c.elementwise_bound
+        )));
         if let Some(at) = c.first_failure.as_ref().filter(|_| !c.passed) {
             text.push('\n');
             text.push_str(&paragraph(&format!("vs {}: FAIL: {at}", c.against)));
@@ -190,7 +193,10 @@ fn results_text(records: &[StepRecord]) -> String {
         fit(Table::new(runs)),
         paragraph(&legend(records))
     );
-    for table in [mx_baselines_table(records), alternatives_table(records)].into_iter().flatten() {
+    for table in [mx_baselines_table(records), alternatives_table(records)]
+        .into_iter()
+        .flatten()
+    {
         text.push('\n');
         text.push_str(&table);
     }
@@ -305,7 +311,14 @@ pub fn mx_baselines_table(records: &[StepRecord]) -> Option<String> {
         .filter_map(|r| {
             let mx = r.mx.as_ref().filter(|mx| mx.ratio_cublaslt_fp8_tensorwise.is_none())?;
             let why = mx.cublaslt_fp8_unavailable.as_deref().unwrap_or("not timed");
-            Some(paragraph(&format!("{:02} {} {}: no cuBLASLt fp8 ({why})", r.step, r.name, shape_text(r.shape))) + "\n")
+            Some(
+                paragraph(&format!(
+                    "{:02} {} {}: no cuBLASLt fp8 ({why})",
+                    r.step,
+                    r.name,
+                    shape_text(r.shape)
+                )) + "\n",
+            )
         })
         .collect();
     Some(format!(
@@ -392,7 +405,10 @@ mod tests {
         let checks = [wide.checks[0].clone(), failed];
         let text = checks_text("steps/step11_mxfp8/sm90_fused.cu", wide.shape, &checks);
         assert!(widest(&text) <= COLUMNS, "{} columns:\n{text}", widest(&text));
-        assert!(text.contains("FAIL: C[4095, 17] = NaN") && text.contains("elementwise |d| <="), "{text}");
+        assert!(
+            text.contains("FAIL: C[4095, 17] = NaN") && text.contains("elementwise |d| <="),
+            "{text}"
+        );
 
         let mut mx = record_of(11, "mxfp8", 16384, 30.0);
         let timing = mx.cublas_bf16.clone();
@@ -420,7 +436,14 @@ mod tests {
         }];
         let text = results_text(&[record_of(1, "naive", 4096, 100.0), wide, mx]);
         assert!(widest(&text) <= COLUMNS, "{} columns:\n{text}", widest(&text));
-        for cell in ["09 epilogue_double_buffer", "4096x14336x4096", "16384³", "1755 (1590–1980)", "652/700", "promote"] {
+        for cell in [
+            "09 epilogue_double_buffer",
+            "4096x14336x4096",
+            "16384³",
+            "1755 (1590–1980)",
+            "652/700",
+            "promote",
+        ] {
             assert!(text.contains(cell), "{cell} missing from\n{text}");
         }
     }
