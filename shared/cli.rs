@@ -85,7 +85,7 @@ pub struct StepArgs {
     pub alternative: Option<String>,
     /// Steps 08-11 on Hopper: build the kernel with timeline stamps (-DTIMELINE=1), check and time it
     /// against the plain build (the overhead), run it once at the first shape and draw what a few SMs
-    /// did: figures/timeline-stepNN-<gpu>.svg and results/timelines/timeline-stepNN-<gpu>.json
+    /// did: `figures/timeline-stepNN-<gpu>.svg` and `results/timelines/timeline-stepNN-<gpu>.json`
     /// (not written with --no-record).
     #[arg(long, conflicts_with_all = ["sweep", "check", "profile", "emit"])]
     pub timeline: bool,

@@ -20,7 +20,7 @@
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
 //! the sweep directives show only them.
 //! Every row (or evidence column) of a record whose numbers were not measured on the code the chapter
-//! shows carries a mark, explained in one line under its table ([`Marks`]): `†` its kernel source has
+//! shows carries a mark, explained in one line under its table (`Marks`): `†` its kernel source has
 //! changed since, `°` it was recorded before records carried a source hash, `‡` it was built from a
 //! tree with uncommitted changes ([`crate::run::provenance`]).
 //!
