@@ -102,6 +102,7 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
     // No timed round is no measurement.
     refused(&run("step05", &["--iters", "0"]), &["--iters", "0"]);
     refused(&run("ladder", &["--iters", "0", "--no-book"]), &["--iters", "0"]);
+    refused(&run("exercise", &["check", "01.1", "--iters", "0"]), &["--iters", "0"]);
     // An architecture none of the step's kernels is for: which ones they are for.
     let out = run("step05", &["--emit", "ptx", "--arch", "sm80"]);
     refused(&out, &["step05 has no kernel for --arch sm_80", "sm_90a", "sm_100a"]);

@@ -93,7 +93,7 @@ struct CheckArgs {
     #[arg(long, default_value_t = 1024)]
     size: usize,
     /// Timed rounds (default: about a second's worth).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     iters: Option<u32>,
     /// Seed for the random inputs.
     #[arg(long, default_value_t = 1)]
