@@ -130,3 +130,83 @@ pub fn exit_with(result: Result<()>) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every status an error exits with is one `--help` and the README explain.
+    #[test]
+    fn every_exit_status_is_listed() {
+        let errors = [
+            Error::NoDriver,
+            Error::NoDevice(0),
+            Error::NoNvrtc,
+            Error::NoCublas,
+            Error::Shape {
+                step: "step05".into(),
+                m: 0,
+                n: 1,
+                k: 8,
+                rule: "M ≥ 1".into(),
+            },
+            Error::Unsupported {
+                step: "step05".into(),
+                needs: "Hopper".into(),
+                found: "sm_80".into(),
+            },
+            Error::Compile {
+                file: "k.cu".into(),
+                arch: "sm_90a".into(),
+                log: String::new(),
+            },
+            Error::Assemble {
+                file: "k.cu".into(),
+                arch: "sm_90a".into(),
+                log: String::new(),
+            },
+            Error::Cuda {
+                context: "launching".into(),
+                detail: "CUDA_ERROR_LAUNCH_FAILED".into(),
+            },
+            Error::OutOfMemory("allocating C".into()),
+            Error::Verification("step05".into()),
+            Error::Hung {
+                what: "step08".into(),
+                seconds: 60.0,
+            },
+            Error::Usage("--iters".into()),
+            Error::Io {
+                context: "reading".into(),
+                source: std::io::Error::other("gone"),
+            },
+            Error::Other("else".into()),
+        ];
+        for e in errors {
+            // No wildcard: a new variant does not compile here until it joins the list above.
+            match e {
+                Error::NoDriver
+                | Error::NoDevice(_)
+                | Error::NoNvrtc
+                | Error::NoCublas
+                | Error::Shape { .. }
+                | Error::Unsupported { .. }
+                | Error::Compile { .. }
+                | Error::Assemble { .. }
+                | Error::Cuda { .. }
+                | Error::OutOfMemory(_)
+                | Error::Verification(_)
+                | Error::Hung { .. }
+                | Error::Usage(_)
+                | Error::Io { .. }
+                | Error::Other(_) => {}
+            }
+            assert!(
+                EXIT_CODES.iter().any(|(code, _)| *code == e.exit_code()),
+                "{e}: status {} is not in EXIT_CODES",
+                e.exit_code()
+            );
+        }
+        assert!(exit_codes_help().contains("3 a kernel hung"));
+    }
+}
