@@ -41,7 +41,7 @@ pub struct CommonArgs {
     pub check: bool,
     /// Timed rounds, each launching the step and cuBLAS once, in turn (default: about a second's
     /// worth, 5 to 200). An untimed warm-up of about 0.75 s comes first either way.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub iters: Option<u32>,
     /// Do not write the results file or the figure.
     #[arg(long)]
@@ -66,6 +66,7 @@ pub struct CommonArgs {
 #[derive(Debug, Parser)]
 #[command(
     version = crate::VERSION,
+    after_help = crate::error::exit_codes_help(),
     about = "One step of the GEMM ladder: compile, verify against the previous step and cuBLAS, time, record."
 )]
 pub struct StepArgs {
@@ -84,7 +85,7 @@ pub struct StepArgs {
     pub alternative: Option<String>,
     /// Steps 08-11 on Hopper: build the kernel with timeline stamps (-DTIMELINE=1), check and time it
     /// against the plain build (the overhead), run it once at the first shape and draw what a few SMs
-    /// did: figures/timeline-stepNN-<gpu>.svg and results/timelines/timeline-stepNN-<gpu>.json
+    /// did: `figures/timeline-stepNN-<gpu>.svg` and `results/timelines/timeline-stepNN-<gpu>.json`
     /// (not written with --no-record).
     #[arg(long, conflicts_with_all = ["sweep", "check", "profile", "emit"])]
     pub timeline: bool,
@@ -106,6 +107,7 @@ impl StepArgs {
 #[derive(Debug, Parser)]
 #[command(
     version = crate::VERSION,
+    after_help = crate::error::exit_codes_help(),
     about = "Every step of the GEMM ladder in order, one table, the figure, and the book."
 )]
 pub struct LadderArgs {
@@ -129,6 +131,27 @@ impl LadderArgs {
         }
         Ok(())
     }
+}
+
+/// `mdbook-ladder`: mdBook runs it with the book on standard input (`book/book.toml`).
+#[derive(Debug, Parser)]
+#[command(
+    name = "mdbook-ladder",
+    version = crate::VERSION,
+    about = "The book's {{#ladder-…}} directives as an mdBook preprocessor: `mdbook build book` runs it \
+             (book/book.toml registers it) with the book as JSON on standard input, and reads the \
+             expanded book from standard output.",
+    after_help = crate::error::exit_codes_help()
+)]
+pub struct MdbookLadderArgs {
+    #[command(subcommand)]
+    pub command: Option<MdbookLadderCommand>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum MdbookLadderCommand {
+    /// Answers mdBook's question before a build: the pass writes Markdown, which any renderer reads.
+    Supports { renderer: String },
 }
 
 impl CommonArgs {
@@ -217,14 +240,14 @@ fn emit(step: &Step, what: Emit, arch: Option<&str>, alternative: Option<&str>) 
             }
         },
     };
-    let file = files
-        .into_iter()
-        .find(|k| k.targets.compiles_for(arch))
-        .ok_or_else(|| Error::Unsupported {
-            step: step.binary(),
-            needs: step.needs(),
-            found: format!("--arch {arch}"),
-        })?;
+    let Some(file) = files.iter().copied().find(|k| k.targets.compiles_for(arch)) else {
+        let targets: Vec<&str> = files.iter().map(|k| k.targets.describe()).collect();
+        return Err(Error::Usage(format!(
+            "{} has no kernel for --arch {arch}: its kernels are for {}",
+            step.binary(),
+            targets.join(" and ")
+        )));
+    };
     match what {
         Emit::Ptx => {
             let ptx = nvrtc::compile(file, arch, Output::Ptx)?;
@@ -493,6 +516,45 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
             failures.join(", ")
         )))
     }
+}
+
+/// `mdbook-ladder`: reads `[context, book]` as mdBook sends it, runs the `ladder-results` pass over
+/// the book (as `ladder --book-only` does in process), and writes the book back.
+pub fn mdbook_ladder_main() -> Result<()> {
+    use mdbook_preprocessor::{Preprocessor, MDBOOK_VERSION};
+    use std::io::IsTerminal;
+    crate::error::quiet_on_closed_pipe();
+    let args = MdbookLadderArgs::parse();
+    if let Some(MdbookLadderCommand::Supports { .. }) = args.command {
+        return Ok(());
+    }
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(Error::Usage(
+            "mdbook-ladder reads a book from mdBook on its standard input: run `mdbook build book`, or build \
+             the book without mdBook: `cargo run --release --bin ladder -- --book-only`"
+                .into(),
+        ));
+    }
+    let (ctx, input) = mdbook_preprocessor::parse_input(stdin.lock()).map_err(|e| {
+        Error::Usage(format!(
+            "{}: cannot read the book on standard input ({e:#}): it speaks the preprocessor protocol of \
+             mdBook {MDBOOK_VERSION}; without mdBook, `cargo run --release --bin ladder -- --book-only`",
+            book::PASS_NAME
+        ))
+    })?;
+    let release = |version: &str| version.split('.').take(2).collect::<Vec<_>>().join(".");
+    if release(&ctx.mdbook_version) != release(MDBOOK_VERSION) {
+        eprintln!(
+            "warning: {}: built for mdBook {MDBOOK_VERSION}, run by mdBook {}",
+            book::PASS_NAME,
+            ctx.mdbook_version
+        );
+    }
+    let pass = book::LadderResults::load(&ctx.root)?;
+    let output = pass.run(&ctx, input).map_err(|e| Error::Other(format!("{e:#}")))?;
+    serde_json::to_writer(std::io::stdout().lock(), &output)
+        .map_err(|e| Error::Other(format!("{}: writing the book to standard output: {e}", book::PASS_NAME)))
 }
 
 /// The highest step with a kernel for a GPU of compute capability `major.minor`.

@@ -3,15 +3,28 @@
 
 use std::process::ExitCode;
 
+/// Where NVRTC comes from, as every message and the README say it. The pip wheels are found through
+/// the `python3` (or `python`) on PATH (`device::libs`); a library elsewhere, through LD_LIBRARY_PATH.
+pub const NVRTC_INSTALL: &str = "install a CUDA toolkit (12.8 or newer), or `pip install \"nvidia-cuda-nvrtc==13.*\"` \
+     for the python3 on PATH (found there by itself; a library elsewhere: put its folder on LD_LIBRARY_PATH)";
+
+/// Where cuBLAS comes from (see [`NVRTC_INSTALL`]).
+pub const CUBLAS_INSTALL: &str = "install a CUDA toolkit, or `pip install \"nvidia-cublas==13.*\"` for the python3 on \
+     PATH (found there by itself; a library elsewhere: put its folder on LD_LIBRARY_PATH)";
+
+/// Where ptxas, cuobjdump and nvdisasm come from: the pip wheel brings all three, found by itself.
+pub const TOOLS_INSTALL: &str =
+    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvcc==13.*\"` for the python3 on PATH (it brings ptxas, cuobjdump and nvdisasm)";
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("no NVIDIA driver library (libcuda) found: install the NVIDIA driver to run kernels; `--emit ptx` and `ladder --book-only` work without one")]
     NoDriver,
     #[error("no CUDA GPU found: the driver reports {0} devices")]
     NoDevice(i32),
-    #[error("NVRTC (libnvrtc) not found: install a CUDA toolkit or `pip install nvidia-cuda-nvrtc`, and put its lib folder on LD_LIBRARY_PATH")]
+    #[error("NVRTC (libnvrtc) not found: {NVRTC_INSTALL}")]
     NoNvrtc,
-    #[error("cuBLAS (libcublas) not found: install a CUDA toolkit or `pip install nvidia-cublas`, and put its lib folder on LD_LIBRARY_PATH")]
+    #[error("cuBLAS (libcublas) not found: {CUBLAS_INSTALL}")]
     NoCublas,
     #[error("shape {m}x{n}x{k} refused by {step}: {rule}")]
     Shape {
@@ -76,7 +89,26 @@ impl Error {
     }
 }
 
-/// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
+/// What each exit status means, as `--help` ends with it and the README lists it: [`Error::exit_code`]
+/// returns these.
+pub const EXIT_CODES: [(u8, &str); 6] = [
+    (0, "success"),
+    (1, "verification failed"),
+    (2, "usage: a bad flag, shape or architecture"),
+    (3, "a kernel hung"),
+    (4, "environment: no driver or GPU, NVRTC or cuBLAS missing"),
+    (5, "anything else: a compile error, a CUDA or file error"),
+];
+
+/// The `after_help` of every binary: [`EXIT_CODES`] as one line.
+pub fn exit_codes_help() -> String {
+    let codes: Vec<String> = EXIT_CODES
+        .iter()
+        .map(|(code, meaning)| format!("{code} {meaning}"))
+        .collect();
+    format!("Exit status: {}.", codes.join("; "))
+}
+
 /// Lets a write to a closed pipe end the process quietly, as it ends `cat` or `grep` (`stepNN --emit
 /// ptx | head`): Rust ignores SIGPIPE, so `println!` would panic with a backtrace instead. Every
 /// binary's entry calls it first.
@@ -88,6 +120,7 @@ pub fn quiet_on_closed_pipe() {
     }
 }
 
+/// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
 pub fn exit_with(result: Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -95,5 +128,85 @@ pub fn exit_with(result: Result<()>) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every status an error exits with is one `--help` and the README explain.
+    #[test]
+    fn every_exit_status_is_listed() {
+        let errors = [
+            Error::NoDriver,
+            Error::NoDevice(0),
+            Error::NoNvrtc,
+            Error::NoCublas,
+            Error::Shape {
+                step: "step05".into(),
+                m: 0,
+                n: 1,
+                k: 8,
+                rule: "M ≥ 1".into(),
+            },
+            Error::Unsupported {
+                step: "step05".into(),
+                needs: "Hopper".into(),
+                found: "sm_80".into(),
+            },
+            Error::Compile {
+                file: "k.cu".into(),
+                arch: "sm_90a".into(),
+                log: String::new(),
+            },
+            Error::Assemble {
+                file: "k.cu".into(),
+                arch: "sm_90a".into(),
+                log: String::new(),
+            },
+            Error::Cuda {
+                context: "launching".into(),
+                detail: "CUDA_ERROR_LAUNCH_FAILED".into(),
+            },
+            Error::OutOfMemory("allocating C".into()),
+            Error::Verification("step05".into()),
+            Error::Hung {
+                what: "step08".into(),
+                seconds: 60.0,
+            },
+            Error::Usage("--iters".into()),
+            Error::Io {
+                context: "reading".into(),
+                source: std::io::Error::other("gone"),
+            },
+            Error::Other("else".into()),
+        ];
+        for e in errors {
+            // No wildcard: a new variant does not compile here until it joins the list above.
+            match e {
+                Error::NoDriver
+                | Error::NoDevice(_)
+                | Error::NoNvrtc
+                | Error::NoCublas
+                | Error::Shape { .. }
+                | Error::Unsupported { .. }
+                | Error::Compile { .. }
+                | Error::Assemble { .. }
+                | Error::Cuda { .. }
+                | Error::OutOfMemory(_)
+                | Error::Verification(_)
+                | Error::Hung { .. }
+                | Error::Usage(_)
+                | Error::Io { .. }
+                | Error::Other(_) => {}
+            }
+            assert!(
+                EXIT_CODES.iter().any(|(code, _)| *code == e.exit_code()),
+                "{e}: status {} is not in EXIT_CODES",
+                e.exit_code()
+            );
+        }
+        assert!(exit_codes_help().contains("3 a kernel hung"));
     }
 }

@@ -1,6 +1,10 @@
 //! The book builds from this checkout, its includes resolve, no directive is left unexpanded, and the
-//! committed figures are exactly what the committed results draw. No GPU needed.
+//! committed figures are exactly what the committed results draw, and the numbers it quotes are in
+//! their sources. No GPU needed.
 
+mod common;
+
+use common::{Ran, Skip};
 use gemm_ladder::book::{self, LadderResults};
 use gemm_ladder::check::problem::Shape;
 use gemm_ladder::check::verify::Check;
@@ -11,6 +15,36 @@ use std::path::{Path, PathBuf};
 
 fn book_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("book")
+}
+
+/// The numbers the book quotes (shared/book/quoted.rs) are the texts' own: each one printed in the
+/// project's copy of its source, kept in `../shared` beside the repository (where it is), except the
+/// derived ones, whose parts are.
+fn every_quoted_number_appears_in_its_source_copy() -> Ran {
+    use gemm_ladder::book::quoted::QUOTED;
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    for q in QUOTED.iter().filter(|q| !q.source.seed.is_empty()) {
+        let Ok(text) = std::fs::read_to_string(seeds.join(q.source.seed)) else {
+            return Err(Skip(format!(
+                "needs the source texts beside the repository: no {}",
+                seeds.join(q.source.seed).display()
+            )));
+        };
+        let printed = match q.id {
+            "modular-k7" => "64 TFlops".to_string(),
+            "sgemm-k5" => "15,972".to_string(),
+            "modular-k6" => "1429".to_string(),
+            _ => format!("{}", q.tflops),
+        };
+        let alt = format!("{:.2}", q.tflops);
+        assert!(
+            text.contains(&printed) || text.contains(&alt),
+            "{} ({printed}) not in {}",
+            q.id,
+            q.source.seed
+        );
+    }
+    Ok(())
 }
 
 /// Every `.html` file under `dir`.
@@ -61,7 +95,6 @@ fn escape_html(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-#[test]
 fn book_builds_with_includes_resolved_and_directives_expanded() {
     let tmp = tempfile::tempdir().unwrap();
     let out = book::build(&book_dir(), Some(tmp.path())).unwrap();
@@ -126,13 +159,11 @@ fn book_builds_with_includes_resolved_and_directives_expanded() {
     }
 }
 
-#[test]
-fn committed_figures_match_committed_results() {
+fn committed_figures_match_committed_results() -> Ran {
     let dir = book_dir();
     let files = results::load_all(&dir).unwrap();
     if files.is_empty() {
-        println!("skipped: no results are committed yet (book/src/results/ is empty)");
-        return;
+        return Err(Skip("no results are committed yet (book/src/results/ is empty)".into()));
     }
     let tmp = tempfile::tempdir().unwrap();
     for file in &files {
@@ -176,6 +207,7 @@ fn committed_figures_match_committed_results() {
             );
         }
     }
+    Ok(())
 }
 
 fn timing(ms: f64, shape: Shape) -> Timing {
@@ -188,7 +220,6 @@ fn timing(ms: f64, shape: Shape) -> Timing {
     }
 }
 
-#[test]
 fn table_expansion_shows_the_numbers_it_was_given() {
     let shape = Shape::new(4099, 17, 4104);
     let check = |against: &str, rel_fro: f64| Check {
@@ -315,7 +346,6 @@ fn shape_cell(s: Shape) -> String {
 /// for: none for a record of the source the chapter shows, built from a commit; `†` for another source,
 /// `°` for no recorded hash, `‡` for a dirty build. So no record can sit in the book unmarked while its
 /// kernel source has changed, or while it came from uncommitted code.
-#[test]
 fn committed_records_are_marked_unless_they_ran_the_source_shown() {
     use gemm_ladder::run::provenance::{self, Source};
     for file in results::load_all(&book_dir()).unwrap() {
@@ -345,7 +375,6 @@ fn committed_records_are_marked_unless_they_ran_the_source_shown() {
 
 /// The promise of issue 17, once every step is re-recorded at one clean commit: every committed
 /// record ran the kernel source its chapter shows, from a clean build.
-#[test]
 fn committed_records_ran_the_source_shown_from_a_clean_build() {
     use gemm_ladder::run::provenance;
     let mut stale = Vec::new();
@@ -368,3 +397,12 @@ fn committed_records_ran_the_source_shown_from_a_clean_build() {
     }
     assert!(stale.is_empty(), "records to measure again:\n{}", stale.join("\n"));
 }
+
+common::harness::tests!(
+    every_quoted_number_appears_in_its_source_copy,
+    book_builds_with_includes_resolved_and_directives_expanded,
+    committed_figures_match_committed_results,
+    table_expansion_shows_the_numbers_it_was_given,
+    committed_records_are_marked_unless_they_ran_the_source_shown,
+    committed_records_ran_the_source_shown_from_a_clean_build,
+);

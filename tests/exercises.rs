@@ -19,13 +19,15 @@
 //! fields in every row as in its header, names the student (`--student`, git, login), and `report
 //! --merge` gathers two students and refuses a file that is not a report.
 //!
-//! On a GPU (skipped without one): `exercise check` on every untouched starter fails (verification,
+//! On a GPU (reported as ignored without one): `exercise check` on every untouched starter fails (verification,
 //! exit 1; hung, exit 3; or, for a fill-the-gap, the compile error, exit 5), except the
 //! predict-then-measure starters, which are correct variants and pass and are measured; every
 //! solution (the step's kernel, or the predict-then-measure variant) passes. Each check is a child
 //! process of the `exercise` binary with a short hang deadline.
 
 mod common;
+
+use common::Ran;
 
 use gemm_ladder::device::arch::Arch;
 use gemm_ladder::device::nvrtc::{self, Output};
@@ -66,10 +68,6 @@ fn error_lines(log: &str, path: &str) -> Vec<usize> {
         .collect()
 }
 
-fn ptxas_required() -> bool {
-    std::env::var_os("GEMM_LADDER_REQUIRE_PTXAS").is_some()
-}
-
 /// Compiles (PTX and cubin) and assembles with ptxas; `Err` is NVRTC's compile error.
 fn compile_and_assemble(file: &KernelFile, arch: Arch) -> Result<String, Error> {
     let ptx = nvrtc::compile(file, arch, Output::Ptx)?;
@@ -82,20 +80,11 @@ fn compile_and_assemble(file: &KernelFile, arch: Arch) -> Result<String, Error> 
     );
     let cubin = nvrtc::compile(file, arch, Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
     assert!(cubin.bytes.starts_with(b"\x7fELF"), "{} for {arch}: no ELF", file.path);
-    match nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}")) {
-        Some(report) => println!("{} {arch}: {}", file.path, report.info.replace('\n', " | ")),
-        None => {
-            assert!(
-                !ptxas_required(),
-                "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set"
-            );
-            eprintln!("{}: assembly skipped (ptxas not found)", file.path);
-        }
-    }
+    // Without ptxas nothing is assembled: the test says so at its end (common::assembled).
+    nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}"));
     Ok(ptx.log)
 }
 
-#[test]
 fn there_are_exercises_of_every_kind_in_steps_01_to_05() {
     for step in 1..=5u8 {
         let count = exercise::all().filter(|e| e.step == step).count();
@@ -109,7 +98,6 @@ fn there_are_exercises_of_every_kind_in_steps_01_to_05() {
     }
 }
 
-#[test]
 fn every_exercise_s_edits_match_the_current_kernel_exactly_once() {
     let stale: Vec<String> = exercise::all()
         .filter_map(|ex| ex.starter().err())
@@ -123,7 +111,6 @@ fn every_exercise_s_edits_match_the_current_kernel_exactly_once() {
     );
 }
 
-#[test]
 fn an_edit_that_does_not_match_once_is_an_error_naming_the_exercise() {
     let template = exercise::find("01.1").expect("exercise 01.1");
     let several = "const int";
@@ -151,7 +138,6 @@ fn an_edit_that_does_not_match_once_is_an_error_naming_the_exercise() {
     }
 }
 
-#[test]
 fn starters_change_the_kernel_and_mark_where_the_work_is() {
     for ex in exercise::all() {
         let kernel = ex.kernel();
@@ -189,11 +175,8 @@ fn starters_change_the_kernel_and_mark_where_the_work_is() {
     }
 }
 
-#[test]
-fn every_starter_compiles_and_assembles_or_the_gap_is_a_compile_error_at_file_and_line() {
-    if !common::nvrtc_or_skip("exercises_compile") {
-        return;
-    }
+fn every_starter_compiles_and_assembles_or_the_gap_is_a_compile_error_at_file_and_line() -> Ran {
+    common::nvrtc()?;
     let mut gaps = Vec::new();
     for ex in exercise::all() {
         let text = starter(ex);
@@ -228,6 +211,7 @@ fn every_starter_compiles_and_assembles_or_the_gap_is_a_compile_error_at_file_an
     }
     gaps.dedup();
     println!("fill-the-gap starters whose gap is a compile error: {gaps:?}");
+    common::assembled(gemm_ladder::device::libs::find_tool("ptxas").is_some())
 }
 
 /// Lines of `text` without their indentation, blank ones left out.
@@ -249,7 +233,6 @@ fn cu_files(folder: &Path) -> Vec<PathBuf> {
     found
 }
 
-#[test]
 fn no_file_under_tests_or_a_step_s_exercises_repeats_a_kernel() {
     let mut runs = HashSet::new();
     for step in steps::ALL {
@@ -283,7 +266,6 @@ fn no_file_under_tests_or_a_step_s_exercises_repeats_a_kernel() {
     }
 }
 
-#[test]
 fn the_book_names_every_exercise_s_file_and_commands() {
     let mut book = String::new();
     for entry in std::fs::read_dir(Path::new(ROOT).join("book/src")).expect("book/src") {
@@ -355,7 +337,6 @@ fn said(out: &ProcessOutput) -> String {
     )
 }
 
-#[test]
 fn start_and_reset_write_the_starter_made_from_the_current_kernel() {
     let class = Classroom::new();
     let first = exercise::all().next().expect("an exercise");
@@ -404,11 +385,8 @@ fn start_and_reset_write_the_starter_made_from_the_current_kernel() {
     assert!(out.status.success(), "{}", said(&out));
 }
 
-#[test]
-fn the_binary_reports_a_gap_at_file_and_line_and_counts_hints() {
-    if !common::nvrtc_or_skip("exercise_binary") {
-        return;
-    }
+fn the_binary_reports_a_gap_at_file_and_line_and_counts_hints() -> Ran {
+    common::nvrtc()?;
     let class = Classroom::new();
     let gap = exercise::all()
         .find(|e| {
@@ -463,16 +441,14 @@ fn the_binary_reports_a_gap_at_file_and_line_and_counts_hints() {
             said(&out)
         );
     }
+    Ok(())
 }
 
 /// On a GPU: every untouched starter (written by `exercise start`) fails and every solution passes,
 /// each checked by the `exercise` binary in a child process (a hang ends only that process, with exit
 /// code 3). Exercises whose step runs only on Hopper are skipped on other GPUs, and said so.
-#[test]
-fn on_a_gpu_every_starter_fails_and_every_solution_passes() {
-    let Some(gpu) = common::gpu_or_skip("exercises_on_the_gpu") else {
-        return;
-    };
+fn on_a_gpu_every_starter_fails_and_every_solution_passes() -> Ran {
+    let gpu = common::gpu()?;
     let (major, minor) = (gpu.major, gpu.minor);
     drop(gpu);
     let class = Classroom::new();
@@ -481,7 +457,11 @@ fn on_a_gpu_every_starter_fails_and_every_solution_passes() {
     let mut timed_one_prediction = false;
     for ex in exercise::all() {
         if !ex.kernel().targets.serves(major, minor) {
-            eprintln!("exercise {}: skipped (needs {})", ex.id, ex.kernel().targets.describe());
+            println!(
+                "exercise {}: not checked here (needs {})",
+                ex.id,
+                ex.kernel().targets.describe()
+            );
             continue;
         }
         // The solution passes, and the check says why it is right.
@@ -542,6 +522,7 @@ fn on_a_gpu_every_starter_fails_and_every_solution_passes() {
             }
         );
     }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -591,8 +572,7 @@ impl Classroom {
     }
 }
 
-#[test]
-fn list_fits_100_columns_and_marks_what_completes_without_a_gpu() {
+fn list_fits_100_columns_and_marks_what_completes_without_a_gpu() -> Ran {
     let class = Classroom::new();
     let out = class.run(&["list"]);
     assert!(out.status.success(), "{}", said(&out));
@@ -622,10 +602,10 @@ fn list_fits_100_columns_and_marks_what_completes_without_a_gpu() {
         text.contains("Complete means passed") && text.contains("not verified: no GPU"),
         "{text}"
     );
+    Ok(())
 }
 
-#[test]
-fn the_solution_is_the_lesson_diff_and_shows_only_after_a_pass() {
+fn the_solution_is_the_lesson_diff_and_shows_only_after_a_pass() -> Ran {
     let class = Classroom::new();
     for ex in exercise::all() {
         let out = class.run(&["solution", ex.id]);
@@ -668,17 +648,14 @@ fn the_solution_is_the_lesson_diff_and_shows_only_after_a_pass() {
         };
         assert!(text.contains(closing), "{}: {text}", ex.id);
     }
+    Ok(())
 }
 
-#[test]
-fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_files_only() {
+fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_files_only() -> Ran {
     if hopper_here() != Some(false) {
-        eprintln!("check_without_a_gpu: skipped (a GPU is here: checks verify)");
-        return;
+        return Err(common::Skip(String::from("check_without_a_gpu: skipped (a GPU is here: checks verify)")));
     }
-    if !common::nvrtc_or_skip("check_without_a_gpu") {
-        return;
-    }
+    common::nvrtc()?;
     let assembles = gemm_ladder::device::libs::find_tool("ptxas").is_some();
     let class = Classroom::new();
     let bug = exercise::find("08.1").expect("exercise 08.1");
@@ -715,7 +692,7 @@ fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_file
     // The one exercise a compiler can complete: its unchanged starter passes, an edited one does not.
     if !assembles {
         eprintln!("check_without_a_gpu: the register count part skipped (ptxas not found)");
-        return;
+        return Ok(());
     }
     for ex in exercise::all().filter(|e| e.completes_without_gpu()) {
         assert!(class.run(&["start", ex.id]).status.success());
@@ -738,23 +715,19 @@ fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_file
             said(&out)
         );
     }
+    Ok(())
 }
 
 /// `watch` without an id starts at the first exercise not passed and, once its check passes, moves
 /// on to the next. The exercise it starts at is one a check passes both with and without a GPU.
-#[test]
-fn watch_starts_at_the_first_exercise_not_passed_and_moves_on_when_it_passes() {
+fn watch_starts_at_the_first_exercise_not_passed_and_moves_on_when_it_passes() -> Ran {
     use std::io::{BufRead, BufReader};
-    if !common::nvrtc_or_skip("watch_moves_on") {
-        return;
-    }
+    common::nvrtc()?;
     let Some(gpu) = hopper_here() else {
-        eprintln!("watch_moves_on: skipped (a GPU that is not a Hopper)");
-        return;
+        return Err(common::Skip(String::from("watch_moves_on: skipped (a GPU that is not a Hopper)")));
     };
     if !gpu && gemm_ladder::device::libs::find_tool("ptxas").is_none() {
-        eprintln!("watch_moves_on: skipped (no GPU and no ptxas: nothing can pass)");
-        return;
+        return Err(common::Skip(String::from("watch_moves_on: skipped (no GPU and no ptxas: nothing can pass)")));
     }
     let all: Vec<&Exercise> = exercise::all().collect();
     let at = all
@@ -808,16 +781,13 @@ fn watch_starts_at_the_first_exercise_not_passed_and_moves_on_when_it_passes() {
         "watch did not move on:\n{text}"
     );
     assert_eq!(class.progress_json()["exercises"][first.id]["status"], "pass");
+    Ok(())
 }
 
-#[test]
-fn check_all_grades_a_whole_folder_one_line_each_with_a_summary_and_exit_status() {
-    if !common::nvrtc_or_skip("check_all") {
-        return;
-    }
+fn check_all_grades_a_whole_folder_one_line_each_with_a_summary_and_exit_status() -> Ran {
+    common::nvrtc()?;
     let Some(gpu) = hopper_here() else {
-        eprintln!("check_all: skipped (a GPU that is not a Hopper)");
-        return;
+        return Err(common::Skip(String::from("check_all: skipped (a GPU that is not a Hopper)")));
     };
     // A student's copy of the crate half done, graded with --tree: one gap not filled (does not
     // compile), the rest not started; the checks are recorded in the student's progress file.
@@ -880,6 +850,7 @@ fn check_all_grades_a_whole_folder_one_line_each_with_a_summary_and_exit_status(
     let out = class.run(&["check", ids[0], "--no-time"]);
     assert_eq!(out.status.code(), Some(expected), "{}", said(&out));
     assert_eq!(class.progress_json()["exercises"][ids[0]]["attempts"], 1);
+    Ok(())
 }
 
 /// The fields of every record of a CSV text, the header first, read by the `csv` crate.
@@ -893,8 +864,7 @@ fn csv_records(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-#[test]
-fn report_csv_parses_back_names_the_student_and_merges_a_class() {
+fn report_csv_parses_back_names_the_student_and_merges_a_class() -> Ran {
     let class = Classroom::new();
     class.mark_passed(&["01.1"]);
     let awkward = "Ada \"Byron\", L.";
@@ -997,4 +967,23 @@ fn report_csv_parses_back_names_the_student_and_merges_a_class() {
             said(&out)
         );
     }
+    Ok(())
 }
+common::harness::tests!(
+    there_are_exercises_of_every_kind_in_steps_01_to_05,
+    every_exercise_s_edits_match_the_current_kernel_exactly_once,
+    an_edit_that_does_not_match_once_is_an_error_naming_the_exercise,
+    starters_change_the_kernel_and_mark_where_the_work_is,
+    every_starter_compiles_and_assembles_or_the_gap_is_a_compile_error_at_file_and_line,
+    no_file_under_tests_or_a_step_s_exercises_repeats_a_kernel,
+    the_book_names_every_exercise_s_file_and_commands,
+    start_and_reset_write_the_starter_made_from_the_current_kernel,
+    the_binary_reports_a_gap_at_file_and_line_and_counts_hints,
+    on_a_gpu_every_starter_fails_and_every_solution_passes,
+    list_fits_100_columns_and_marks_what_completes_without_a_gpu,
+    the_solution_is_the_lesson_diff_and_shows_only_after_a_pass,
+    without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_files_only,
+    watch_starts_at_the_first_exercise_not_passed_and_moves_on_when_it_passes,
+    check_all_grades_a_whole_folder_one_line_each_with_a_summary_and_exit_status,
+    report_csv_parses_back_names_the_student_and_merges_a_class,
+);

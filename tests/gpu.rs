@@ -1,7 +1,9 @@
 //! On a GPU: every step is verified at square and ragged shapes, and the checker rejects kernels with
-//! planted bugs. Without a GPU each test says it was skipped.
+//! planted bugs. Without a GPU each test is reported as ignored, with the reason.
 
 mod common;
+
+use common::Ran;
 
 use gemm_ladder::check::problem::Shape;
 use gemm_ladder::check::verify::{self, Bounds, Reference};
@@ -34,12 +36,9 @@ const RAGGED: &[Shape] = &[
     Shape::new(4099, 129, 520),
 ];
 
-#[test]
-fn every_step_is_verified_at_square_and_ragged_shapes() {
+fn every_step_is_verified_at_square_and_ragged_shapes() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut gpu) = common::gpu_or_skip("every_step_is_verified") else {
-        return;
-    };
+    let mut gpu = common::gpu()?;
     let check_only = RunOptions {
         check_only: true,
         iters: None,
@@ -65,14 +64,12 @@ fn every_step_is_verified_at_square_and_ragged_shapes() {
         }
         gpu = session.into_gpu();
     }
+    Ok(())
 }
 
-#[test]
-fn the_checker_rejects_kernels_with_planted_bugs() {
+fn the_checker_rejects_kernels_with_planted_bugs() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut gpu) = common::gpu_or_skip("checker_rejects_planted_bugs") else {
-        return;
-    };
+    let mut gpu = common::gpu()?;
     for shape in [Shape::new(200, 190, 264), Shape::square(512)] {
         let mut session = Session::new(gpu, shape, 7).unwrap_or_else(|e| panic!("{e}"));
         let reference = Reference::Bf16(session.cublas_output().unwrap_or_else(|e| panic!("{e}")).to_vec());
@@ -95,18 +92,17 @@ fn the_checker_rejects_kernels_with_planted_bugs() {
         assert!(check.passed, "the correct naive kernel failed at {shape}: {check:?}");
         gpu = session.into_gpu();
     }
+    Ok(())
 }
 
-#[test]
-fn shapes_outside_the_contract_are_refused_before_any_launch() {
+fn shapes_outside_the_contract_are_refused_before_any_launch() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip("shapes_outside_the_contract") else {
-        return;
-    };
+    let gpu = common::gpu()?;
     match Session::new(gpu, Shape::new(64, 64, 12), 1) {
         Err(e) => assert!(e.to_string().contains("multiple of 8"), "{e}"),
         Ok(_) => panic!("K = 12 was accepted"),
     }
+    Ok(())
 }
 
 /// A kernel that never finishes: it waits for C[0] to hold a value nobody writes (C starts as NaN).
@@ -117,17 +113,14 @@ extern \"C\" __global__ void gemm(const bf16* A, const bf16* B, bf16* C, int M, 
 
 /// The harness reports a kernel that never finishes as hung, in one line, and exits with code 3
 /// instead of waiting forever. The hang happens in a child process (this test binary, re-run).
-#[test]
-fn a_kernel_that_never_finishes_is_reported_as_hung() {
+fn a_kernel_that_never_finishes_is_reported_as_hung() -> Ran {
     let child = std::env::var_os("GEMM_LADDER_HUNG_CHILD").is_some();
     let _one = if child {
         None
     } else {
         Some(GPU.lock().unwrap_or_else(|e| e.into_inner()))
     };
-    let Some(gpu) = common::gpu_or_skip("a_kernel_that_never_finishes") else {
-        return;
-    };
+    let gpu = common::gpu()?;
     if child {
         let naive = &steps::step01_naive::STEP.kernels[0];
         let spin = gemm_ladder::run::registry::KernelFile {
@@ -164,16 +157,14 @@ fn a_kernel_that_never_finishes_is_reported_as_hung() {
         stderr.contains("the spinning kernel did not finish within 2 s: reported as hung"),
         "{stderr}"
     );
+    Ok(())
 }
 
 /// A persistent step's record keeps how many clusters the driver said fit (`cuOccupancyMaxActiveClusters`),
 /// the number its grid and its chapter's wave counts rest on.
-#[test]
-fn a_persistent_run_records_how_many_clusters_fit() {
+fn a_persistent_run_records_how_many_clusters_fit() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip("a_persistent_run_records_how_many_clusters_fit") else {
-        return;
-    };
+    let gpu = common::gpu()?;
     let mut session = Session::new(gpu, Shape::square(1024), 11).unwrap_or_else(|e| panic!("{e}"));
     let timed = RunOptions {
         check_only: false,
@@ -181,10 +172,7 @@ fn a_persistent_run_records_how_many_clusters_fit() {
     };
     let outcome = match session.run_step(10, &timed) {
         Ok(outcome) => outcome,
-        Err(e @ gemm_ladder::error::Error::Unsupported { .. }) => {
-            println!("skipped: {e}");
-            return;
-        }
+        Err(e @ gemm_ladder::error::Error::Unsupported { .. }) => return Err(common::Skip(e.to_string())),
         Err(e) => panic!("step10: {e}"),
     };
     let record = outcome.record.expect("a timed run makes a record");
@@ -204,4 +192,13 @@ fn a_persistent_run_records_how_many_clusters_fit() {
     assert_eq!(fit.cluster_blocks, define("CLUSTER_M") * define("CLUSTER_N"));
     assert!(fit.clusters >= 1, "{fit:?}");
     println!("step10: {} clusters of {} blocks fit", fit.clusters, fit.cluster_blocks);
+    Ok(())
 }
+
+common::harness::tests!(
+    every_step_is_verified_at_square_and_ragged_shapes,
+    the_checker_rejects_kernels_with_planted_bugs,
+    shapes_outside_the_contract_are_refused_before_any_launch,
+    a_kernel_that_never_finishes_is_reported_as_hung,
+    a_persistent_run_records_how_many_clusters_fit,
+);

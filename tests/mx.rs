@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{Ran, Skip};
+
 use gemm_ladder::check::mx::{self, MxInputs, BLOCK};
 use gemm_ladder::check::problem::{Inputs, Shape};
 use gemm_ladder::check::verify::{compare, Bounds, Reference};
@@ -108,7 +110,6 @@ const SHAPES: [Shape; 5] = [
     Shape::new(257, 255, 4096),
 ];
 
-#[test]
 fn correct_mx_kernels_pass_and_wrong_ones_fail_every_check() {
     for (s, &shape) in SHAPES.iter().enumerate() {
         let mx = MxInputs::from_inputs(&Inputs::generate(shape, 40 + s as u64));
@@ -126,7 +127,6 @@ fn correct_mx_kernels_pass_and_wrong_ones_fail_every_check() {
     }
 }
 
-#[test]
 fn the_mx_shape_rule_is_one_line_before_any_launch() {
     let step = steps::get(11).unwrap();
     assert_eq!(step.format, Format::Mxfp8);
@@ -144,18 +144,19 @@ fn the_mx_shape_rule_is_one_line_before_any_launch() {
         .all(|s| s.format == Format::Bf16));
 }
 
-#[test]
-fn the_test_kernels_compile_and_assemble_for_every_gpu_they_claim() {
+fn the_test_kernels_compile_and_assemble_for_every_gpu_they_claim() -> Ran {
     use gemm_ladder::device::nvrtc::{self, Output};
-    if !common::nvrtc_or_skip("dequantize_kernel_compiles") {
-        return;
-    }
+    common::nvrtc()?;
+    let mut assembled = true;
     for file in [&session::mxfp8::DEQUANT_KERNEL, &naive_kernel(false), &convert_kernel()] {
         for &arch in file.targets.claimed_archs() {
             let ptx = nvrtc::compile(file, arch, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
-            nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}"));
+            assembled &= nvrtc::assemble(&ptx.bytes, arch, file.path)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_some();
         }
     }
+    common::assembled(assembled)
 }
 
 /// tests/kernels/mx_naive.cu, correct or with its planted wrong-scale bug.
@@ -202,12 +203,9 @@ static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// The harness's MX path end to end without step 11's kernel: the MXFP8 inputs on the GPU, step 10
 /// and cuBLAS on the dequantized operands, the f64 reference; a naive MX kernel passes every check,
 /// its wrong-scale twin fails every one.
-#[test]
-fn on_the_gpu_a_naive_mx_kernel_passes_and_a_wrong_scale_fails() {
+fn on_the_gpu_a_naive_mx_kernel_passes_and_a_wrong_scale_fails() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut gpu) = common::gpu_or_skip("naive_mx_kernel") else {
-        return;
-    };
+    let mut gpu = common::gpu()?;
     for shape in [Shape::new(200, 190, 256), Shape::new(513, 257, 1056)] {
         let mut session = Session::new(gpu, shape, 17).unwrap_or_else(|e| panic!("{e}"));
         for wrong in [false, true] {
@@ -227,15 +225,13 @@ fn on_the_gpu_a_naive_mx_kernel_passes_and_a_wrong_scale_fails() {
         }
         gpu = session.into_gpu();
     }
+    Ok(())
 }
 
 /// The dequantize kernel reproduces the CPU's exact dequantization bit for bit, blocked scales and all.
-#[test]
-fn on_the_gpu_the_dequantize_kernel_is_exact() {
+fn on_the_gpu_the_dequantize_kernel_is_exact() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip("dequantize_kernel_is_exact") else {
-        return;
-    };
+    let gpu = common::gpu()?;
     use cudarc::driver::DevicePtr;
     let shape = Shape::new(300, 130, 544);
     let mx = MxInputs::from_inputs(&Inputs::generate(shape, 23));
@@ -261,6 +257,7 @@ fn on_the_gpu_the_dequantize_kernel_is_exact() {
     if let Some(i) = got.iter().zip(&expected).position(|(g, e)| g != e) {
         panic!("element {i}: {:#06x}, expected {:#06x}", got[i], expected[i]);
     }
+    Ok(())
 }
 
 /// tests/kernels/mx_convert.cu: shared/cuda/mx.cuh's conversion of every e4m3 byte with every scale.
@@ -280,12 +277,9 @@ fn convert_kernel() -> KernelFile {
 /// the quantizer never makes) times every scale byte gives the bf16 nearest the exact MX value (which
 /// is that value whenever it lies in bf16's range), on the one-multiplication path for every scale
 /// byte up to 134 and on the two-multiplication path for every scale byte, 255 (NaN) included.
-#[test]
-fn on_the_gpu_the_conversion_is_exact_for_every_byte_and_scale() {
+fn on_the_gpu_the_conversion_is_exact_for_every_byte_and_scale() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip("conversion_is_exact") else {
-        return;
-    };
+    let gpu = common::gpu()?;
     use cudarc::driver::{LaunchConfig, PushKernelArg};
     let (function, _) = session::load_file(&gpu, &convert_kernel()).unwrap_or_else(|e| panic!("{e}"));
     let stream = &gpu.stream;
@@ -323,18 +317,16 @@ fn on_the_gpu_the_conversion_is_exact_for_every_byte_and_scale() {
         }
     }
     assert_eq!(checked, (135 + 256) * 254);
+    Ok(())
 }
 
 /// Step 11's kernel where some scales are wide (above 134: blocks whose largest element is 2^16 or
 /// more), so that some warps take the two-multiplication path in some K tiles and the others the one-
 /// multiplication path: rows of A and B scaled by 2^20 (exact in bf16) in a pattern that gives every
 /// consumer warp both kinds of K tile. The same inputs show design (a)'s limited fp8 accumulation.
-#[test]
-fn on_the_gpu_step_11_is_exact_with_wide_scales() {
+fn on_the_gpu_step_11_is_exact_with_wide_scales() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip("step_11_wide_scales") else {
-        return;
-    };
+    let gpu = common::gpu()?;
     let shape = Shape::new(520, 600, 384);
     let mut inputs = Inputs::generate(shape, 77);
     let widen = |values: &mut [bf16], rows_scaled: &dyn Fn(usize, usize) -> bool| {
@@ -398,17 +390,15 @@ fn on_the_gpu_step_11_is_exact_with_wide_scales() {
             assert!(checks.iter().all(|c| c.passed), "{} is exact", file.path);
         }
     }
+    Ok(())
 }
 
 /// Step 11's own kernel, verified like every step (against step 10 on the dequantized operands,
 /// cuBLAS bf16 and fp32-out, the f64 MX product) at square and ragged shapes, then timed once with
 /// its baselines. Needs the real sm90.cu (a placeholder traps).
-#[test]
-fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() {
+fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(mut gpu) = common::gpu_or_skip("step_11_is_verified") else {
-        return;
-    };
+    let mut gpu = common::gpu()?;
     let shapes = [
         Shape::square(512),
         Shape::square(1024),
@@ -459,23 +449,20 @@ fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() {
     let promote = &record.alternatives[2];
     assert!(promote.local_bytes == Some(0));
     println!("{mx:?}");
+    Ok(())
 }
 
 /// Step 11's fp8 baseline, cuBLASLt fp8 tensorwise, runs with fp32 C and computes the product of the
 /// e4m3 bytes (tensor scales of 1: the block scales play no part), checked against that product in
 /// f64. The bound is a bf16 output's ([`Bounds::gpu_vs_exact`]), not fp32's: Hopper's fp8 tensor
 /// cores add with fewer bits than fp32 between cuBLAS's promotions to fp32.
-#[test]
-fn on_the_gpu_cublaslt_fp8_tensorwise_gives_the_product_of_the_e4m3_bytes() {
+fn on_the_gpu_cublaslt_fp8_tensorwise_gives_the_product_of_the_e4m3_bytes() -> Ran {
     use cudarc::driver::DevicePtr;
     use gemm_ladder::device::cublas::{Fp8Output, Fp8Tensorwise};
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip("cublaslt_fp8_tensorwise") else {
-        return;
-    };
+    let gpu = common::gpu()?;
     if (gpu.major, gpu.minor) < (8, 9) {
-        eprintln!("cublaslt_fp8_tensorwise: skipped (fp8 tensor cores need compute capability 8.9)");
-        return;
+        return Err(Skip("fp8 tensor cores need compute capability 8.9".into()));
     }
     let shape = Shape::new(256, 192, 1024);
     let mx = MxInputs::from_inputs(&Inputs::generate(shape, 31));
@@ -496,4 +483,17 @@ fn on_the_gpu_cublaslt_fp8_tensorwise_gives_the_product_of_the_e4m3_bytes() {
     let check = compare("e4m3 bytes in f64", &got, &reference, shape, &Bounds::gpu_vs_exact());
     println!("cuBLASLt fp8 tensorwise {shape}: {check}");
     assert!(check.passed, "{check}");
+    Ok(())
 }
+
+common::harness::tests!(
+    correct_mx_kernels_pass_and_wrong_ones_fail_every_check,
+    the_mx_shape_rule_is_one_line_before_any_launch,
+    the_test_kernels_compile_and_assemble_for_every_gpu_they_claim,
+    on_the_gpu_a_naive_mx_kernel_passes_and_a_wrong_scale_fails,
+    on_the_gpu_the_dequantize_kernel_is_exact,
+    on_the_gpu_the_conversion_is_exact_for_every_byte_and_scale,
+    on_the_gpu_step_11_is_exact_with_wide_scales,
+    on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes,
+    on_the_gpu_cublaslt_fp8_tensorwise_gives_the_product_of_the_e4m3_bytes,
+);

@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::{Ran, Skip};
+
 use common::pipeline_bugs::{self, PipelineBug};
 use gemm_ladder::check::problem::Shape;
 use gemm_ladder::check::verify::{self, Bounds, Reference};
@@ -47,7 +49,6 @@ fn define(file: &KernelFile, name: &str) -> u64 {
         .1
 }
 
-#[test]
 fn every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels() {
     let mut planted = 0;
     for (step, bug, file) in pipeline_bugs::all_planted() {
@@ -82,9 +83,9 @@ fn every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels() {
             "{}: {SHAPE} has {k_tiles} K tiles, not more than the ring's stages",
             real.path
         );
-        // And the shape is whole clusters along M (one of steps 07–09's pairs, two of step 10's
-        // single blocks), one tile along N.
-        assert_eq!(SHAPE.m as u64 % (define(real, "BM") * define(real, "CLUSTER_M")), 0);
+        // And the shape is whole clusters along M (step 10's default is one block: two of them),
+        // one tile along N.
+        assert!((SHAPE.m as u64).is_multiple_of(define(real, "BM") * define(real, "CLUSTER_M")));
         assert_eq!(SHAPE.n as u64, define(real, "BN"));
         planted += 1;
     }
@@ -101,13 +102,18 @@ fn every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels() {
     assert_eq!(planted, expected);
 }
 
+/// Why a test of Hopper kernels cannot run on `gpu`.
+fn not_hopper(gpu: &gemm_ladder::device::gpu::Gpu) -> Skip {
+    Skip(format!("needs a Hopper GPU, not {}", gpu.info.name))
+}
+
 /// The child's half: launch one planted kernel; the harness must end this process with code 3.
 fn run_planted_kernel(key: &str) {
     let (step, bug, file) = pipeline_bugs::all_planted()
         .into_iter()
         .find(|(step, bug, _)| child_key(step, bug) == key)
         .unwrap_or_else(|| panic!("no planted bug {key}"));
-    let gpu = common::gpu_or_skip(key).expect("the parent found a GPU");
+    let gpu = common::gpu().unwrap_or_else(|Skip(why)| panic!("the parent found a GPU, its child: {why}"));
     let mut session = Session::new(gpu, SHAPE, 11).unwrap_or_else(|e| panic!("{e}"));
     let (function, _) = session::load_file(&session.gpu, &file).unwrap_or_else(|e| panic!("{e}"));
     let outcome = session.run_function(&function, file.launch, &what(step, bug));
@@ -117,22 +123,15 @@ fn run_planted_kernel(key: &str) {
 /// On a Hopper GPU: steps 08–10's kernels, unmodified, finish and pass at [`SHAPE`]; each
 /// with a planted pipeline bug, launched the same way, never finishes, and the harness ends the
 /// process with the hung message and exit code 3 after `GEMM_LADDER_HANG_SECONDS`.
-#[test]
-fn every_planted_pipeline_bug_is_reported_as_hung() {
+fn every_planted_pipeline_bug_is_reported_as_hung() -> Ran {
     if let Ok(key) = std::env::var(CHILD) {
         run_planted_kernel(&key);
-        return;
+        return Ok(());
     }
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip("planted_pipeline_bugs_hang") else {
-        return;
-    };
+    let gpu = common::gpu()?;
     if !Targets::Hopper.serves(gpu.major, gpu.minor) {
-        eprintln!(
-            "planted_pipeline_bugs_hang: skipped ({} is not a Hopper GPU)",
-            gpu.info.name
-        );
-        return;
+        return Err(not_hopper(&gpu));
     }
     // The control: the same kernels without the bugs, same shape, inputs and launch, come back right.
     let mut session = Session::new(gpu, SHAPE, 11).unwrap_or_else(|e| panic!("{e}"));
@@ -175,6 +174,7 @@ fn every_planted_pipeline_bug_is_reported_as_hung() {
         assert!(stderr.contains(&expected), "{}: {stderr}", child_key(step, bug));
         println!("{}: reported as hung, exit code 3", child_key(step, bug));
     }
+    Ok(())
 }
 
 /// Set in a child process: launch tests/kernels/hung_wait.cu.
@@ -189,11 +189,10 @@ const HUNG_WAIT_HOST_SECONDS: u64 = 30;
 /// `GEMM_LADDER_DEBUG_HANG=1`. Within a few seconds (the host's deadline is 30 s) the kernel prints
 /// which barrier, parity, block and thread it was stuck on and traps, and the launch fails. This is the
 /// bring-up build of the Blackwell kernels' waits, proven on the GPU we have.
-#[test]
-fn a_bounded_wait_reports_its_barrier_and_traps() {
+fn a_bounded_wait_reports_its_barrier_and_traps() -> Ran {
     let hung = common::hung_wait_kernel();
     if std::env::var_os(HUNG_WAIT_CHILD).is_some() {
-        let gpu = common::gpu_or_skip(HUNG_WAIT_TEST).expect("the parent found a GPU");
+        let gpu = common::gpu().unwrap_or_else(|Skip(why)| panic!("the parent found a GPU, its child: {why}"));
         let mut session = Session::new(gpu, SHAPE, 11).unwrap_or_else(|e| panic!("{e}"));
         let (function, _) = session::load_file(&session.gpu, hung).unwrap_or_else(|e| panic!("{e}"));
         match session.run_function(&function, hung.launch, "the hung wait") {
@@ -204,12 +203,9 @@ fn a_bounded_wait_reports_its_barrier_and_traps() {
         std::process::exit(0);
     }
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu_or_skip(HUNG_WAIT_TEST) else {
-        return;
-    };
+    let gpu = common::gpu()?;
     if !Targets::Hopper.serves(gpu.major, gpu.minor) {
-        eprintln!("{HUNG_WAIT_TEST}: skipped ({} is not a Hopper GPU)", gpu.info.name);
-        return;
+        return Err(not_hopper(&gpu));
     }
     drop(gpu);
     let started = std::time::Instant::now();
@@ -241,4 +237,11 @@ fn a_bounded_wait_reports_its_barrier_and_traps() {
         "{seconds} s: the host's deadline, not the device's bound, ended it:\n{output}"
     );
     println!("{HUNG_WAIT_TEST}: reported and trapped in {seconds} s");
+    Ok(())
 }
+
+common::harness::tests!(
+    every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels,
+    every_planted_pipeline_bug_is_reported_as_hung,
+    a_bounded_wait_reports_its_barrier_and_traps,
+);

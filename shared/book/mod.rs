@@ -22,7 +22,7 @@
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
 //! the sweep directives show only them.
 //! Every row (or evidence column) of a record whose numbers were not measured on the code the chapter
-//! shows carries a mark, explained in one line under its table ([`Marks`]): `†` its kernel source has
+//! shows carries a mark, explained in one line under its table (`Marks`): `†` its kernel source has
 //! changed since, `°` it was recorded before records carried a source hash, `‡` it was built from a
 //! tree with uncommitted changes ([`crate::run::provenance`]).
 //!
@@ -74,10 +74,21 @@ pub fn regenerate(book_dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Builds the book at `book_dir` into `dest` (default `book/build`) and returns the folder that holds
 /// `index.html`.
+///
+/// `book/book.toml` registers the `ladder-results` pass as a command (`mdbook-ladder`) for a plain
+/// `mdbook build`; here the same pass runs in process, in the command's place in the order.
 pub fn build(book_dir: &Path, dest: Option<&Path>) -> Result<PathBuf> {
     let fail =
         |e: mdbook_driver::errors::Error| Error::Other(format!("building the book in {}: {e:#}", book_dir.display()));
-    let mut book = MDBook::load(book_dir).map_err(fail)?;
+    let mut config = match book_dir.join("book.toml") {
+        toml if toml.is_file() => mdbook_driver::config::Config::from_disk(&toml).map_err(fail)?,
+        _ => mdbook_driver::config::Config::default(),
+    };
+    config.update_from_env().map_err(fail)?;
+    // Before mdBook's `links`, which must see the anchored includes this pass has cut and dedented.
+    config
+        .set(format!("preprocessor.{PASS_NAME}.before"), ["links"])
+        .map_err(fail)?;
     if let Some(dest) = dest {
         // mdBook resolves a relative build folder against the book's root; the caller meant ours.
         let dest = if dest.is_absolute() {
@@ -87,16 +98,33 @@ pub fn build(book_dir: &Path, dest: Option<&Path>) -> Result<PathBuf> {
                 .map_err(Error::io("reading the current folder"))?
                 .join(dest)
         };
-        book.config.build.build_dir = dest;
+        config.build.build_dir = dest;
     }
-    let src_dir = book.source_dir();
-    check_includes(&book, &src_dir)?;
-    let pass = LadderResults::load(book_dir)?;
-    let mut failure = None;
-    book.book.for_each_mut(|item| {
-        if let BookItem::Chapter(chapter) = item {
+    let mut book = MDBook::load_with_config(book_dir, config).map_err(fail)?;
+    book.with_preprocessor(LadderResults::load(book_dir)?);
+    book.build().map_err(fail)?;
+    Ok(book.build_dir_for("html"))
+}
+
+/// The `ladder-results` pass over a whole book, as mdBook hands it to a preprocessor: the includes
+/// are checked, then every chapter's `{{#ladder-…}}` directives are expanded and its anchored
+/// includes dedented. The crate's own build ([`build`]) and `mdbook-ladder` both run it.
+impl mdbook_preprocessor::Preprocessor for LadderResults {
+    fn name(&self) -> &str {
+        PASS_NAME
+    }
+
+    fn run(
+        &self,
+        ctx: &mdbook_preprocessor::PreprocessorContext,
+        mut book: mdbook_preprocessor::book::Book,
+    ) -> mdbook_preprocessor::errors::Result<mdbook_preprocessor::book::Book> {
+        let src_dir = ctx.root.join(&ctx.config.book.src);
+        check_includes(&book, &src_dir).map_err(mdbook_preprocessor::errors::Error::msg)?;
+        let mut failure = None;
+        book.for_each_chapter_mut(|chapter| {
             let Some(path) = chapter.path.clone() else { return };
-            match pass.expand(&chapter.content, &path) {
+            match self.expand(&chapter.content, &path) {
                 // Anchored includes are cut here, dedented, before mdBook's `links` pass sees them.
                 Ok(text) => {
                     let base = src_dir.join(path.parent().unwrap_or(Path::new("")));
@@ -106,13 +134,12 @@ pub fn build(book_dir: &Path, dest: Option<&Path>) -> Result<PathBuf> {
                     failure.get_or_insert(e);
                 }
             }
+        });
+        match failure {
+            Some(e) => Err(mdbook_preprocessor::errors::Error::msg(e)),
+            None => Ok(book),
         }
-    });
-    if let Some(e) = failure {
-        return Err(e);
     }
-    book.build().map_err(fail)?;
-    Ok(book.build_dir_for("html"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,7 +147,7 @@ pub fn build(book_dir: &Path, dest: Option<&Path>) -> Result<PathBuf> {
 
 /// Every `{{#include path}}` / `{{#include path:anchor}}` (and `rustdoc_include`) of every chapter must
 /// name a file that exists, and an anchor that the file opens and closes.
-fn check_includes(book: &MDBook, src_dir: &Path) -> Result<()> {
+fn check_includes(book: &mdbook_preprocessor::book::Book, src_dir: &Path) -> Result<()> {
     let mut problems = Vec::new();
     for item in book.iter() {
         let BookItem::Chapter(chapter) = item else { continue };

@@ -377,36 +377,6 @@ mod tests {
         assert_eq!(get("gau-v6").unwrap().tflops, 1475.93);
     }
 
-    /// The numbers are the texts' own: each one printed in the project's copy of its source (where
-    /// the copy is here), except the derived ones, whose parts are.
-    #[test]
-    fn every_quoted_number_appears_in_its_source_copy() {
-        let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-        for q in QUOTED.iter().filter(|q| !q.source.seed.is_empty()) {
-            let Ok(text) = std::fs::read_to_string(seeds.join(q.source.seed)) else {
-                eprintln!("skipped: no copy of {}", q.source.seed);
-                return;
-            };
-            let printed = match q.id {
-                "modular-k7" => "64 TFlops".to_string(),
-                "sgemm-k5" => "15,972".to_string(),
-                _ => format!("{}", q.tflops),
-            };
-            let printed = if q.id == "modular-k6" {
-                "1429".to_string()
-            } else {
-                printed
-            };
-            let alt = format!("{:.2}", q.tflops);
-            assert!(
-                text.contains(&printed) || text.contains(&alt),
-                "{} ({printed}) not in {}",
-                q.id,
-                q.source.seed
-            );
-        }
-    }
-
     #[test]
     fn the_figure_series_are_b200_rungs_in_step_order() {
         let series = figure_series();

@@ -14,7 +14,7 @@
 //!   the GEMM does not care which recipe made the scales).
 //! - Scale layouts: row-major `SF[rows][K/32]` and the **blocked** layout cuBLAS and CUTLASS use on
 //!   Blackwell ([`to_blocked`], [`from_blocked`], [`blocked_offset`]).
-//! - [`reference`]: the exact product of two MX matrices in f64, in full or sampled like
+//! - [`reference()`]: the exact product of two MX matrices in f64, in full or sampled like
 //!   [`crate::check::verify::cpu_reference`].
 //! - [`MxInputs`]: step 11's inputs, made from the bf16 inputs every step draws.
 

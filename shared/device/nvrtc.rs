@@ -293,9 +293,10 @@ pub fn disassemble(cubin: &[u8], label: &str) -> Result<String> {
         .or_else(|| libs::find_tool("nvdisasm").and_then(|t| attempt(&t, &["-c"])));
     let _ = std::fs::remove_file(&file);
     sass.ok_or_else(|| {
-        Error::Other(
-            "--emit sass needs cuobjdump or nvdisasm (CUDA toolkit, or `pip install nvidia-cuda-cuobjdump`)".into(),
-        )
+        Error::Other(format!(
+            "--emit sass needs cuobjdump or nvdisasm: {}",
+            crate::error::TOOLS_INSTALL
+        ))
     })
 }
 

@@ -257,7 +257,7 @@ impl ChildRequest {
     }
 }
 
-/// In a process started by [`profile_record`] under ncu: loads the step and launches its kernel once
+/// In a process started by [`profile_records`] under ncu: loads the step and launches its kernel once
 /// (nothing else: no predecessor, no cuBLAS, no timing), and returns `Some`. Otherwise `None`.
 pub fn child_main_if_requested() -> Option<Result<()>> {
     let text = std::env::var(CHILD_ENV).ok()?;

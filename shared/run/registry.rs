@@ -41,10 +41,11 @@ impl Targets {
         }
     }
 
-    /// Whether `--emit --arch` may compile this file for `arch`.
+    /// Whether `--emit --arch` may compile this file for `arch`. A portable file compiles for the
+    /// arch-specific targets too (`sm_90a` is `sm_90` plus instructions it does not use).
     pub fn compiles_for(&self, arch: Arch) -> bool {
         match self {
-            Targets::AnyGpu => !arch.arch_specific && arch.major >= 8,
+            Targets::AnyGpu => arch.major >= 8,
             Targets::Hopper => arch == Arch::SM90A,
             Targets::Blackwell => arch == Arch::SM100A,
         }

@@ -1,15 +1,53 @@
-//! What a run prints: the checks and the results table.
+//! What a run prints: the checks and the results table, each at most [`COLUMNS`] wide.
 
 use crate::check::problem::Shape;
 use crate::check::verify::Check;
 use crate::run::results::StepRecord;
-use tabled::settings::Style;
+use tabled::settings::peaker::Priority;
+use tabled::settings::{Style, Width};
 use tabled::{Table, Tabled};
+
+/// The widest a printed table may be: a laptop's terminal. Tables are laid out to fit; a cell longer
+/// than planned (a failure's message) is wrapped rather than widening the table.
+pub const COLUMNS: usize = 100;
+
+/// `table` in the style of every printed table, folded to at most [`COLUMNS`] columns.
+pub fn fit(mut table: Table) -> String {
+    table
+        .with(Style::rounded())
+        .with(Width::wrap(COLUMNS).keep_words(true).priority(Priority::max(true)));
+    table.to_string()
+}
+
+/// `4096³` for a square shape, `4096x14336x4096` otherwise: the narrowest column that says it.
+fn shape_text(shape: Shape) -> String {
+    if shape.m == shape.n && shape.n == shape.k {
+        format!("{}³", shape.m)
+    } else {
+        shape.to_string()
+    }
+}
+
+/// `225` or `8.5`: bytes in KiB, a decimal only where it is not whole.
+fn kib_text(bytes: u32) -> String {
+    if bytes.is_multiple_of(1024) {
+        (bytes / 1024).to_string()
+    } else {
+        format!("{:.1}", f64::from(bytes) / 1024.0)
+    }
+}
+
+/// A paragraph of prose under a table, wrapped at [`COLUMNS`] like the table.
+fn paragraph(text: &str) -> String {
+    tabled::settings::width::Wrap::wrap(text, COLUMNS, true)
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 #[derive(Tabled)]
 struct CheckRow {
-    #[tabled(rename = "check")]
-    what: String,
     #[tabled(rename = "against")]
     against: String,
     #[tabled(rename = "elements")]
@@ -20,64 +58,79 @@ struct CheckRow {
     bound: String,
     #[tabled(rename = "max |diff|")]
     max_abs: String,
-    #[tabled(rename = "elementwise bound")]
-    elementwise: String,
     #[tabled(rename = "result")]
     result: String,
 }
 
-/// The checks of one kernel (`what`: `step11`, or an alternative's file) at `shape`, as a table.
+/// The checks of one kernel (`what`: `step11`, or an alternative's file) at `shape`: a title, a table,
+/// and under it each check's elementwise bound and first failure (too wide for a column).
 pub fn print_checks(what: &str, shape: Shape, checks: &[Check]) {
+    println!("{}", checks_text(what, shape, checks));
+}
+
+fn checks_text(what: &str, shape: Shape, checks: &[Check]) -> String {
     let rows: Vec<CheckRow> = checks
         .iter()
         .map(|c| CheckRow {
-            what: format!("{what} {shape}"),
             against: c.against.clone(),
             compared: c.compared,
             rel_fro: format!("{:.2e}", c.rel_fro),
             bound: format!("{:.1e}", c.rel_fro_bound),
             max_abs: format!("{:.2e}", c.max_abs),
-            elementwise: c.elementwise_bound.clone(),
-            result: match (&c.passed, &c.first_failure) {
-                (true, _) => "pass".into(),
-                (false, Some(at)) => format!("FAIL: {at}"),
-                (false, None) => "FAIL".into(),
-            },
+            result: if c.passed { "pass" } else { "FAIL" }.into(),
         })
         .collect();
-    println!("{}", Table::new(rows).with(Style::rounded()));
+    let mut text = format!("{what} {shape}\n{}", fit(Table::new(rows)));
+    for c in checks {
+        text.push('\n');
+        text.push_str(&paragraph(&format!(
+            "vs {}: elementwise {}",
+            c.against, c.elementwise_bound
+        )));
+        if let Some(at) = c.first_failure.as_ref().filter(|_| !c.passed) {
+            text.push('\n');
+            text.push_str(&paragraph(&format!("vs {}: FAIL: {at}", c.against)));
+        }
+    }
+    text
 }
 
+/// The timing table's row: what was timed and how fast, against cuBLAS in the same loop.
 #[derive(Tabled)]
 struct ResultRow {
     #[tabled(rename = "step")]
     step: String,
-    #[tabled(rename = "arch")]
-    arch: String,
     #[tabled(rename = "M×N×K")]
     shape: String,
-    #[tabled(rename = "median ms")]
+    #[tabled(rename = "median\nms")]
     ms: String,
     #[tabled(rename = "TFLOPS")]
     tflops: String,
-    #[tabled(rename = "cuBLAS bf16 TFLOPS")]
+    #[tabled(rename = "cuBLAS\nbf16\nTFLOPS")]
     cublas_tflops: String,
-    #[tabled(rename = "× cuBLAS bf16")]
+    #[tabled(rename = "×\ncuBLAS\nbf16")]
     vs_bf16: String,
-    #[tabled(rename = "× cuBLAS SGEMM")]
+    #[tabled(rename = "×\ncuBLAS\nSGEMM")]
     vs_sgemm: String,
-    #[tabled(rename = "SM MHz (min–max)")]
-    clock: String,
-    #[tabled(rename = "W mean/limit")]
-    power: String,
-    #[tabled(rename = "rel. err vs prev")]
-    err_prev: String,
-    #[tabled(rename = "rel. err vs cuBLAS")]
-    err_cublas: String,
+}
+
+/// The run table's row: what the kernel was built as, and the clocks and power it ran at.
+#[derive(Tabled)]
+struct RunRow {
+    #[tabled(rename = "step")]
+    step: String,
+    #[tabled(rename = "M×N×K")]
+    shape: String,
+    #[tabled(rename = "arch")]
+    arch: String,
     #[tabled(rename = "regs")]
     regs: String,
-    #[tabled(rename = "smem B")]
+    #[tabled(rename = "smem\nKiB")]
     smem: String,
+    #[tabled(rename = "SM MHz\n(min–max)")]
+    clock: String,
+    #[tabled(rename = "W mean\n/limit")]
+    power: String,
 }
 
 /// `1755 (1590–1980)`: the median SM clock NVML reported during the timed launches, and its range.
@@ -97,48 +150,57 @@ fn power_text(r: &StepRecord) -> String {
     }
 }
 
-/// The table every step binary and the ladder end with: one row per record. Each row's cuBLAS
-/// numbers come from its own timing loop, where cuBLAS alternated with that step.
+/// The tables every step binary and the ladder end with: one row per record in each, the timing and
+/// then how it ran (the checks' errors were printed with them). Each row's cuBLAS numbers come from its
+/// own timing loop, where cuBLAS alternated with that step.
 pub fn print_results(records: &[StepRecord]) {
-    let mut rows = Vec::new();
+    println!("{}", results_text(records));
+}
+
+fn results_text(records: &[StepRecord]) -> String {
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
-    for r in records {
-        let err = |name: &str| {
-            r.checks
-                .iter()
-                .find(|c| c.against.starts_with(name))
-                .map(|c| format!("{:.1e}", c.rel_fro))
-                .unwrap_or_default()
-        };
-        rows.push(ResultRow {
-            step: format!("{:02} {}", r.step, r.name),
-            arch: r.arch.clone(),
-            shape: r.shape.to_string(),
+    let step = |r: &StepRecord| format!("{:02} {}", r.step, r.name);
+    let timing: Vec<ResultRow> = records
+        .iter()
+        .map(|r| ResultRow {
+            step: step(r),
+            shape: shape_text(r.shape),
             ms: format!("{:.3}", r.time.median_ms),
             tflops: format!("{:.1}", r.time.tflops),
             cublas_tflops: format!("{:.1}", r.cublas_bf16.tflops),
             vs_bf16: format!("{:.3}", r.ratio_bf16),
             vs_sgemm: r.ratio_sgemm.map(|x| format!("{x:.3}")).unwrap_or_default(),
+        })
+        .collect();
+    let runs: Vec<RunRow> = records
+        .iter()
+        .map(|r| RunRow {
+            step: step(r),
+            shape: shape_text(r.shape),
+            arch: r.arch.clone(),
+            regs: opt(r.registers),
+            smem: r
+                .static_smem_bytes
+                .map(|s| kib_text(s + r.dynamic_smem_bytes))
+                .unwrap_or_default(),
             clock: clock_text(r),
             power: power_text(r),
-            err_prev: r
-                .checks
-                .first()
-                .map(|c| format!("{:.1e} ({})", c.rel_fro, c.against))
-                .unwrap_or_default(),
-            err_cublas: err("cuBLAS"),
-            regs: opt(r.registers),
-            smem: opt(r.static_smem_bytes.map(|s| s + r.dynamic_smem_bytes)),
-        });
+        })
+        .collect();
+    let mut text = format!(
+        "{}\n{}\n{}",
+        fit(Table::new(timing)),
+        fit(Table::new(runs)),
+        paragraph(&legend(records))
+    );
+    for table in [mx_baselines_table(records), alternatives_table(records)]
+        .into_iter()
+        .flatten()
+    {
+        text.push('\n');
+        text.push_str(&table);
     }
-    println!("{}", Table::new(rows).with(Style::rounded()));
-    println!("{}", legend(records));
-    if let Some(table) = mx_baselines_table(records) {
-        println!("{table}");
-    }
-    if let Some(table) = alternatives_table(records) {
-        println!("{table}");
-    }
+    text
 }
 
 #[derive(Tabled)]
@@ -149,21 +211,18 @@ struct AlternativeRow {
     name: String,
     #[tabled(rename = "M×N×K")]
     shape: String,
-    #[tabled(rename = "median ms")]
-    ms: String,
     #[tabled(rename = "TFLOPS")]
     tflops: String,
-    #[tabled(rename = "× cuBLAS bf16")]
-    vs_bf16: String,
-    #[tabled(rename = "× the step's kernel")]
+    #[tabled(rename = "× the\nstep's\nkernel")]
     vs_step: String,
     #[tabled(rename = "regs")]
     regs: String,
-    #[tabled(rename = "local B")]
+    #[tabled(rename = "local\nbytes")]
     local: String,
 }
 
-/// The steps' alternative designs, each timed in its step's loop; `None` when no record has any.
+/// The steps' alternative designs, each timed in its step's loop, and under the table what each is;
+/// `None` when no record has any.
 pub fn alternatives_table(records: &[StepRecord]) -> Option<String> {
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     let rows: Vec<AlternativeRow> = records
@@ -171,11 +230,9 @@ pub fn alternatives_table(records: &[StepRecord]) -> Option<String> {
         .flat_map(|r| {
             r.alternatives.iter().map(move |a| AlternativeRow {
                 step: format!("{:02} {}", r.step, r.name),
-                name: format!("{} ({})", a.name, a.kernel),
-                shape: r.shape.to_string(),
-                ms: format!("{:.3}", a.time.median_ms),
+                name: a.name.clone(),
+                shape: shape_text(r.shape),
                 tflops: format!("{:.1}", a.time.tflops),
-                vs_bf16: format!("{:.3}", a.ratio_bf16),
                 vs_step: format!("{:.3}", a.ratio_step),
                 regs: opt(a.registers),
                 local: opt(a.local_bytes),
@@ -185,10 +242,20 @@ pub fn alternatives_table(records: &[StepRecord]) -> Option<String> {
     if rows.is_empty() {
         return None;
     }
-    Some(format!(
-        "{}\nAlternative designs, verified with the step's checks and timed in the step's own alternating loop.",
-        Table::new(rows).with(Style::rounded())
-    ))
+    let mut text = format!(
+        "{}\n{}",
+        fit(Table::new(rows)),
+        paragraph("Alternative designs, verified with the step's checks and timed in the step's own alternating loop:")
+    );
+    let mut named = Vec::new();
+    for a in records.iter().flat_map(|r| &r.alternatives) {
+        if !named.contains(&&a.name) {
+            named.push(&a.name);
+            text.push('\n');
+            text.push_str(&paragraph(&format!("{} ({}): {}", a.name, a.kernel, a.design)));
+        }
+    }
+    Some(text)
 }
 
 #[derive(Tabled)]
@@ -199,17 +266,17 @@ struct MxRow {
     shape: String,
     #[tabled(rename = "TFLOPS")]
     tflops: String,
-    #[tabled(rename = "cuBLAS bf16 (dequantized)")]
+    #[tabled(rename = "cuBLAS bf16\n(dequantized)")]
     cublas_bf16: String,
-    #[tabled(rename = "dequantize + cuBLAS bf16")]
+    #[tabled(rename = "dequantize\n+ cuBLAS\nbf16")]
     dequantize: String,
-    #[tabled(rename = "cuBLASLt fp8 tensorwise (fp32 C)")]
+    #[tabled(rename = "cuBLASLt fp8\ntensorwise\n(fp32 C)")]
     fp8: String,
 }
 
-/// `794.1 (× 0.870)`: a baseline's TFLOPS and the step's ratio to it.
+/// `794.1` over `× 0.870`: a baseline's TFLOPS and the step's ratio to it.
 fn baseline_cell(tflops: f64, ratio: f64) -> String {
-    format!("{tflops:.1} (× {ratio:.3})")
+    format!("{tflops:.1}\n× {ratio:.3}")
 }
 
 /// The MXFP8 steps' baselines, each with the step's ratio to it (medians from the same loop), and
@@ -221,7 +288,7 @@ pub fn mx_baselines_table(records: &[StepRecord]) -> Option<String> {
             let mx = r.mx.as_ref()?;
             Some(MxRow {
                 step: format!("{:02} {}", r.step, r.name),
-                shape: r.shape.to_string(),
+                shape: shape_text(r.shape),
                 tflops: format!("{:.1}", r.time.tflops),
                 cublas_bf16: baseline_cell(r.cublas_bf16.tflops, r.ratio_bf16),
                 dequantize: baseline_cell(
@@ -230,7 +297,7 @@ pub fn mx_baselines_table(records: &[StepRecord]) -> Option<String> {
                 ),
                 fp8: match (&mx.cublaslt_fp8_tensorwise, mx.ratio_cublaslt_fp8_tensorwise) {
                     (Some(t), Some(ratio)) => baseline_cell(t.tflops, ratio),
-                    _ => format!("— ({})", mx.cublaslt_fp8_unavailable.as_deref().unwrap_or("not timed")),
+                    _ => "—".into(),
                 },
             })
         })
@@ -238,13 +305,32 @@ pub fn mx_baselines_table(records: &[StepRecord]) -> Option<String> {
     if rows.is_empty() {
         return None;
     }
+    // Why cuBLASLt fp8 was not timed, under the table: too wide for its cell.
+    let untimed: String = records
+        .iter()
+        .filter_map(|r| {
+            let mx = r.mx.as_ref().filter(|mx| mx.ratio_cublaslt_fp8_tensorwise.is_none())?;
+            let why = mx.cublaslt_fp8_unavailable.as_deref().unwrap_or("not timed");
+            Some(
+                paragraph(&format!(
+                    "{:02} {} {}: no cuBLASLt fp8 ({why})",
+                    r.step,
+                    r.name,
+                    shape_text(r.shape)
+                )) + "\n",
+            )
+        })
+        .collect();
     Some(format!(
-        "{}\nMXFP8 baselines, TFLOPS (the step's ratio to each), all timed in the step's own alternating loop: \
-         cuBLAS bf16 on the exactly dequantized operands; the dequantize kernel on A and B then cuBLAS bf16, \
-         timed as one; cuBLASLt fp8 e4m3 with one scale per tensor (no block scales: the fp8 ceiling), \
-         FAST_ACCUM off. Inputs: {}.",
-        Table::new(rows).with(Style::rounded()),
-        crate::run::results::MxBaselines::QUANTIZER
+        "{}\n{untimed}{}",
+        fit(Table::new(rows)),
+        paragraph(&format!(
+            "MXFP8 baselines, TFLOPS (the step's ratio to each), all timed in the step's own alternating loop: \
+             cuBLAS bf16 on the exactly dequantized operands; the dequantize kernel on A and B then cuBLAS bf16, \
+             timed as one; cuBLASLt fp8 e4m3 with one scale per tensor (no block scales: the fp8 ceiling), \
+             FAST_ACCUM off. Inputs: {}.",
+            crate::run::results::MxBaselines::QUANTIZER
+        ))
     ))
 }
 
@@ -293,9 +379,73 @@ mod tests {
             "{table}"
         );
         assert!(
-            table.contains("(× 1.250)") && table.contains("— (CUBLAS_STATUS_NOT_SUPPORTED)"),
+            table.contains("× 1.250") && table.contains(": no cuBLASLt fp8 (CUBLAS_STATUS_NOT_SUPPORTED)"),
             "{table}"
         );
+    }
+
+    /// The widest line of `text`, in characters (the tables' borders are one column each).
+    fn widest(text: &str) -> usize {
+        text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+    }
+
+    /// The longest step name at an LLM-like shape, with an MX record, an alternative and a failed
+    /// check with a long message: every line printed fits a 100-column terminal, and nothing is lost.
+    #[test]
+    fn printed_tables_fit_a_100_column_terminal() {
+        let mut wide = record_of(9, "epilogue_double_buffer", 4096, 1.6);
+        wide.shape = Shape::new(4096, 14336, 4096);
+        let mut failed = wide.checks[0].clone();
+        failed.against = "cuBLAS fp32 C (dequantized)".into();
+        failed.passed = false;
+        failed.first_failure = Some(
+            "C[4095, 17] = NaN, expected 3.25 (|d| = NaN > bound 0.0123); 64 of 58720256 elements outside the bound"
+                .into(),
+        );
+        let checks = [wide.checks[0].clone(), failed];
+        let text = checks_text("steps/step11_mxfp8/sm90_fused.cu", wide.shape, &checks);
+        assert!(widest(&text) <= COLUMNS, "{} columns:\n{text}", widest(&text));
+        assert!(
+            text.contains("FAIL: C[4095, 17] = NaN") && text.contains("elementwise |d| <="),
+            "{text}"
+        );
+
+        let mut mx = record_of(11, "mxfp8", 16384, 30.0);
+        let timing = mx.cublas_bf16.clone();
+        mx.mx = Some(crate::run::results::MxBaselines {
+            quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
+            dequantize_then_cublas_bf16: timing.clone(),
+            ratio_dequantize_then_cublas_bf16: 1.25,
+            cublaslt_fp8_tensorwise: Some(timing),
+            ratio_cublaslt_fp8_tensorwise: Some(0.5),
+            cublaslt_fp8_output: "fp32".into(),
+            cublaslt_fp8_unavailable: None,
+        });
+        mx.alternatives = vec![crate::run::results::AlternativeRecord {
+            name: "promote".into(),
+            design: "promotes the accumulators to fp32 every K tile".into(),
+            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            source_hash: None,
+            time: mx.time.clone(),
+            ratio_bf16: 0.9,
+            ratio_step: 1.1,
+            checks: mx.checks.clone(),
+            registers: Some(168),
+            dynamic_smem_bytes: 200_000,
+            local_bytes: Some(208),
+        }];
+        let text = results_text(&[record_of(1, "naive", 4096, 100.0), wide, mx]);
+        assert!(widest(&text) <= COLUMNS, "{} columns:\n{text}", widest(&text));
+        for cell in [
+            "09 epilogue_double_buffer",
+            "4096x14336x4096",
+            "16384³",
+            "1755 (1590–1980)",
+            "652/700",
+            "promote",
+        ] {
+            assert!(text.contains(cell), "{cell} missing from\n{text}");
+        }
     }
 
     #[test]

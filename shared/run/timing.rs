@@ -155,7 +155,7 @@ fn elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f64> {
 }
 
 /// Times the contenders in one alternating loop: a probe round, about [`WARMUP_SECONDS`] of untimed
-/// rounds, then `iters` timed rounds (default: about [`TARGET_SECONDS`] of them), every launch
+/// rounds, then `iters` timed rounds (default: about `TARGET_SECONDS` of them), every launch
 /// bracketed by its own events, the SM clock sampled throughout the timed rounds.
 pub fn measure(gpu: &Gpu, shape: Shape, iters: Option<u32>, contenders: &mut [Contender]) -> Result<Measurement> {
     let names: Vec<&str> = contenders.iter().map(|c| c.name).collect();

@@ -6,43 +6,64 @@ use gemm_ladder::device::libs;
 use gemm_ladder::run::registry::{KernelFile, Targets};
 use gemm_ladder::run::steps;
 
+pub mod harness;
 #[path = "../kernels/pipeline_bugs.rs"]
 pub mod pipeline_bugs;
 
-/// True when NVRTC can be loaded. Without it the test is skipped, unless GEMM_LADDER_REQUIRE_NVRTC
-/// is set (CI sets it), in which case a missing NVRTC fails the test.
-pub fn nvrtc_or_skip(test: &str) -> bool {
+pub use harness::{Ran, Skip};
+
+const NO_NVRTC: &str = "needs NVRTC, not found here (README: Requirements)";
+
+/// NVRTC, or why the test cannot run without it. Where GEMM_LADDER_REQUIRE_NVRTC is set (CI), a
+/// missing NVRTC fails the test instead.
+pub fn nvrtc() -> Ran {
     if libs::nvrtc_present() {
-        return true;
+        return Ok(());
     }
     assert!(
         std::env::var_os("GEMM_LADDER_REQUIRE_NVRTC").is_none(),
-        "{test}: NVRTC not found, and GEMM_LADDER_REQUIRE_NVRTC is set"
+        "NVRTC not found, and GEMM_LADDER_REQUIRE_NVRTC is set"
     );
-    eprintln!("{test}: skipped (NVRTC not found; `pip install nvidia-cuda-nvrtc` and set LD_LIBRARY_PATH)");
-    false
+    Err(Skip(NO_NVRTC.into()))
 }
 
-/// A GPU, or `None` after printing that the test was skipped.
-pub fn gpu_or_skip(test: &str) -> Option<Gpu> {
+/// `Ok` when ptxas assembled everything the test compiled (`all_assembled`); otherwise the test, which
+/// compiled its kernels with NVRTC, could not assemble them. Where GEMM_LADDER_REQUIRE_PTXAS is set
+/// (CI), a missing ptxas fails the test instead.
+pub fn assembled(all_assembled: bool) -> Ran {
+    if all_assembled {
+        return Ok(());
+    }
+    assert!(
+        std::env::var_os("GEMM_LADDER_REQUIRE_PTXAS").is_none(),
+        "ptxas not found, and GEMM_LADDER_REQUIRE_PTXAS is set"
+    );
+    Err(Skip(
+        "compiled with NVRTC, not assembled: needs ptxas, not found here (README: Requirements)".into(),
+    ))
+}
+
+/// A GPU with NVRTC and cuBLAS, or why the test cannot run here. Where GEMM_LADDER_REQUIRE_GPU is set
+/// (a GPU machine's test run), their absence fails the test instead.
+pub fn gpu() -> Result<Gpu, Skip> {
+    let skip = |why: String| {
+        assert!(
+            std::env::var_os("GEMM_LADDER_REQUIRE_GPU").is_none(),
+            "{why}, and GEMM_LADDER_REQUIRE_GPU is set"
+        );
+        Skip(why)
+    };
     if !libs::driver_present() {
-        eprintln!("{test}: skipped (no NVIDIA driver library on this machine)");
-        return None;
+        return Err(skip("needs a GPU: no NVIDIA driver (libcuda) here".into()));
     }
-    match Gpu::open() {
-        Ok(gpu) => {
-            if nvrtc_or_skip(test) && libs::cublas_present() {
-                Some(gpu)
-            } else {
-                eprintln!("{test}: skipped (NVRTC or cuBLAS missing)");
-                None
-            }
-        }
-        Err(e) => {
-            eprintln!("{test}: skipped ({e})");
-            None
-        }
+    let gpu = Gpu::open().map_err(|e| skip(format!("needs a GPU: {e}")))?;
+    if !libs::nvrtc_present() {
+        return Err(skip(NO_NVRTC.into()));
     }
+    if !libs::cublas_present() {
+        return Err(skip("needs cuBLAS, not found here (README: Requirements)".into()));
+    }
+    Ok(gpu)
 }
 
 /// The deliberately wrong kernels of tests/kernels/broken.cu, launched like step01.

@@ -1,0 +1,175 @@
+//! The command lines of the binaries, run as a user runs them: `--help` fits a 100-column terminal
+//! and ends with the exit statuses (which the README lists too), `--version`, bad values refused in
+//! one line with status 2, `--emit --arch` for the portable steps' arch-specific targets, and a
+//! reader closing the pipe (`stepNN --emit ptx | head`) ending the program quietly. The `--emit`
+//! tests need NVRTC and are reported as ignored without it.
+
+mod common;
+
+use common::Ran;
+use gemm_ladder::error::EXIT_CODES;
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
+
+/// Every binary with its path, as cargo built it for the tests.
+const BINARIES: &[(&str, &str)] = &[
+    ("step01", env!("CARGO_BIN_EXE_step01")),
+    ("step03", env!("CARGO_BIN_EXE_step03")),
+    ("step05", env!("CARGO_BIN_EXE_step05")),
+    ("step11", env!("CARGO_BIN_EXE_step11")),
+    ("ladder", env!("CARGO_BIN_EXE_ladder")),
+    ("exercise", env!("CARGO_BIN_EXE_exercise")),
+    ("mdbook-ladder", env!("CARGO_BIN_EXE_mdbook-ladder")),
+];
+
+fn binary(name: &str) -> &'static str {
+    BINARIES.iter().find(|(n, _)| *n == name).expect("a binary").1
+}
+
+fn run(name: &str, args: &[&str]) -> Output {
+    Command::new(binary(name))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running the binary")
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn help_fits_a_100_column_terminal_and_ends_with_the_exit_statuses() {
+    for (name, _) in BINARIES {
+        let out = run(name, &["--help"]);
+        assert!(out.status.success(), "{name}: {}", said(&out));
+        let help = String::from_utf8_lossy(&out.stdout);
+        let widest = help.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 100, "{name} --help is {widest} columns wide:\n{help}");
+        // `exercise` states its own loop after the options (steps/exercise/main.rs).
+        if *name != "exercise" {
+            let statuses = help
+                .split("Exit status:")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{name}:\n{help}"));
+            let statuses = statuses.split_whitespace().collect::<Vec<_>>().join(" ");
+            for (code, meaning) in EXIT_CODES {
+                assert!(
+                    statuses.contains(&format!("{code} {meaning}")),
+                    "{name}: {code} {meaning}"
+                );
+            }
+        }
+        // One line: the program, the crate's version and the revision it was built from.
+        let version = run(name, &["--version"]);
+        let text = String::from_utf8_lossy(&version.stdout);
+        assert!(
+            version.status.success()
+                && text.lines().count() == 1
+                && text.contains(&format!(" {} (", env!("CARGO_PKG_VERSION"))),
+            "{name}: {}",
+            said(&version)
+        );
+    }
+}
+
+fn the_readme_lists_every_exit_status() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    for (code, meaning) in EXIT_CODES {
+        assert!(
+            readme.contains(&format!("| {code} | {meaning} |")),
+            "README.md has no row `| {code} | {meaning} |`"
+        );
+    }
+}
+
+/// One line on standard error, status 2, nothing run.
+fn refused(out: &Output, words: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", said(out));
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(first.starts_with("error: "), "{}", said(out));
+    for word in words {
+        assert!(first.contains(word), "`{word}` not in the first line: {}", said(out));
+    }
+}
+
+fn bad_values_are_refused_in_one_line_with_status_2() {
+    // No timed round is no measurement.
+    refused(&run("step05", &["--iters", "0"]), &["--iters", "0"]);
+    refused(&run("ladder", &["--iters", "0", "--no-book"]), &["--iters", "0"]);
+    refused(&run("exercise", &["check", "01.1", "--iters", "0"]), &["--iters", "0"]);
+    // An architecture none of the step's kernels is for: which ones they are for.
+    let out = run("step05", &["--emit", "ptx", "--arch", "sm80"]);
+    refused(&out, &["step05 has no kernel for --arch sm_80", "sm_90a", "sm_100a"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().count(),
+        1,
+        "{}",
+        said(&out)
+    );
+    let out = run("step01", &["--emit", "ptx", "--arch", "sm75"]);
+    refused(&out, &["step01 has no kernel for --arch sm_75", "8.0 or newer"]);
+}
+
+/// The portable steps (01–03) emit for the arch-specific targets too: the README's `--arch sm90a`.
+fn portable_steps_emit_for_sm90a_and_sm100a() -> Ran {
+    common::nvrtc()?;
+    for (arch, target) in [
+        ("sm90a", ".target sm_90a"),
+        ("sm100a", ".target sm_100a"),
+        ("sm80", ".target sm_80"),
+    ] {
+        let out = run("step03", &["--emit", "ptx", "--arch", arch]);
+        assert!(out.status.success(), "{}", said(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(target),
+            "{arch}: {}",
+            said(&out)
+        );
+    }
+    Ok(())
+}
+
+/// `step05 --emit ptx | head`: the reader stops after a few lines; the program ends as `cat` would
+/// (SIGPIPE), without a panic or status 101.
+fn a_closed_pipe_ends_the_program_quietly() -> Ran {
+    use std::os::unix::process::ExitStatusExt;
+    common::nvrtc()?;
+    let mut child = Command::new(binary("step05"))
+        .args(["--emit", "ptx", "--arch", "sm90a"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running step05");
+    let mut head = [0u8; 256];
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_exact(&mut head)
+        .expect("the PTX's first bytes");
+    // The pipe is closed here, long before the PTX (over 64 KiB) is all written.
+    let out = child.wait_with_output().expect("step05 ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{}", said(&out));
+    assert!(
+        out.status.signal() == Some(libc::SIGPIPE) || out.status.success(),
+        "{}",
+        said(&out)
+    );
+    Ok(())
+}
+
+common::harness::tests!(
+    help_fits_a_100_column_terminal_and_ends_with_the_exit_statuses,
+    the_readme_lists_every_exit_status,
+    bad_values_are_refused_in_one_line_with_status_2,
+    portable_steps_emit_for_sm90a_and_sm100a,
+    a_closed_pipe_ends_the_program_quietly,
+);
