@@ -653,7 +653,9 @@ fn the_solution_is_the_lesson_diff_and_shows_only_after_a_pass() -> Ran {
 
 fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_files_only() -> Ran {
     if hopper_here() != Some(false) {
-        return Err(common::Skip(String::from("check_without_a_gpu: skipped (a GPU is here: checks verify)")));
+        return Err(common::Skip(String::from(
+            "check_without_a_gpu: skipped (a GPU is here: checks verify)",
+        )));
     }
     common::nvrtc()?;
     let assembles = gemm_ladder::device::libs::find_tool("ptxas").is_some();
@@ -724,10 +726,14 @@ fn watch_starts_at_the_first_exercise_not_passed_and_moves_on_when_it_passes() -
     use std::io::{BufRead, BufReader};
     common::nvrtc()?;
     let Some(gpu) = hopper_here() else {
-        return Err(common::Skip(String::from("watch_moves_on: skipped (a GPU that is not a Hopper)")));
+        return Err(common::Skip(String::from(
+            "watch_moves_on: skipped (a GPU that is not a Hopper)",
+        )));
     };
     if !gpu && gemm_ladder::device::libs::find_tool("ptxas").is_none() {
-        return Err(common::Skip(String::from("watch_moves_on: skipped (no GPU and no ptxas: nothing can pass)")));
+        return Err(common::Skip(String::from(
+            "watch_moves_on: skipped (no GPU and no ptxas: nothing can pass)",
+        )));
     }
     let all: Vec<&Exercise> = exercise::all().collect();
     let at = all
@@ -787,7 +793,9 @@ fn watch_starts_at_the_first_exercise_not_passed_and_moves_on_when_it_passes() -
 fn check_all_grades_a_whole_folder_one_line_each_with_a_summary_and_exit_status() -> Ran {
     common::nvrtc()?;
     let Some(gpu) = hopper_here() else {
-        return Err(common::Skip(String::from("check_all: skipped (a GPU that is not a Hopper)")));
+        return Err(common::Skip(String::from(
+            "check_all: skipped (a GPU that is not a Hopper)",
+        )));
     };
     // A student's copy of the crate half done, graded with --tree: one gap not filled (does not
     // compile), the rest not started; the checks are recorded in the student's progress file.
