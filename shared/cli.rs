@@ -387,14 +387,7 @@ fn sweep_main(args: &CommonArgs, gpu: Gpu, step: &'static Step, seed: u64) -> Re
         println!("skipped for lack of GPU memory: {}", list.join(", "));
     }
     record(args, &gpu, &records)?;
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Verification(format!(
-            "{} failed verification (see above)",
-            failures.join(", ")
-        )))
-    }
+    verdict(&failures)
 }
 
 /// `ladder`: every step in order, one table, the figure, the book.
@@ -508,14 +501,7 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
         gpu.as_ref().expect("returned by the last session"),
         &records,
     )?;
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Verification(format!(
-            "{} failed verification (see above)",
-            failures.join(", ")
-        )))
-    }
+    verdict(&failures)
 }
 
 /// `mdbook-ladder`: reads `[context, book]` as mdBook sends it, runs the `ladder-results` pass over
@@ -564,6 +550,18 @@ pub fn top_step(major: u32, minor: u32) -> Option<&'static Step> {
         .copied()
         .rev()
         .find(|s| s.kernel_for_device(major, minor).is_some())
+}
+
+/// The end of a run over several steps or shapes: an error naming those that failed verification.
+fn verdict(failures: &[String]) -> Result<()> {
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Verification(format!(
+            "{} failed verification (see above)",
+            failures.join(", ")
+        )))
+    }
 }
 
 #[cfg(test)]

@@ -181,14 +181,8 @@ fn a_persistent_run_records_how_many_clusters_fit() -> Ran {
         .and_then(|p| p.computed.clusters_fit)
         .expect("step 10's record keeps the driver's answer");
     // The step's own compilation: its default tile's cluster (step 10 chooses others by shape).
-    let define = |name: &str| {
-        let kernel = &gemm_ladder::run::steps::get(10).unwrap().kernels[0];
-        kernel
-            .defines
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(1, |(_, v)| *v as u32)
-    };
+    let kernel = &gemm_ladder::run::steps::get(10).unwrap().kernels[0];
+    let define = |name: &str| kernel.define(name).map_or(1, |v| v as u32);
     assert_eq!(fit.cluster_blocks, define("CLUSTER_M") * define("CLUSTER_N"));
     assert!(fit.clusters >= 1, "{fit:?}");
     println!("step10: {} clusters of {} blocks fit", fit.clusters, fit.cluster_blocks);

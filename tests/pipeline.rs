@@ -42,11 +42,8 @@ fn what(step: &Step, bug: &PipelineBug) -> String {
 }
 
 fn define(file: &KernelFile, name: &str) -> u64 {
-    file.defines
-        .iter()
-        .find(|(n, _)| *n == name)
+    file.define(name)
         .unwrap_or_else(|| panic!("{} has no define {name}", file.path))
-        .1
 }
 
 fn every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels() {

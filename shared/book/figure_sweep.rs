@@ -346,59 +346,6 @@ fn draw_sweep(
     Ok(())
 }
 
-/// `{{#ladder-plans stepNN}}`: for each shape of the step's recorded sweep, what its launch chose (the
-/// record's `plan`), its ratio to cuBLAS, and every alternative timed in the same loop, fastest first:
-/// whether the choice was the fastest of what was timed.
-pub fn plans_table(files: &[ResultsFile], step: u8) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "| GPU | shape | the launch chose | × cuBLAS bf16 | the alternatives in the same loop, fastest first |"
-    );
-    let _ = writeln!(out, "|:---|:---|:---|---:|:---|");
-    let mut rows = 0;
-    for file in files {
-        let mut swept: Vec<&StepRecord> = file.records.iter().filter(|r| r.sweep && r.step == step).collect();
-        let order = sweep::axis_order(swept.iter().map(|r| r.shape));
-        swept.sort_by_key(|r| order.iter().position(|s| *s == r.shape));
-        for r in swept {
-            let chose = r.plan.as_deref().map_or("—".to_string(), |p| {
-                // The plan names the step and the shape first; the table has columns for both.
-                p.split_once(": ").map_or(p, |(_, rest)| rest).to_string()
-            });
-            let mut alternatives: Vec<_> = r.alternatives.iter().collect();
-            alternatives.sort_by(|a, b| b.ratio_bf16.total_cmp(&a.ratio_bf16));
-            let others: Vec<String> = alternatives
-                .iter()
-                .map(|a| format!("`{}` {}", a.name, significant(a.ratio_bf16, 3)))
-                .collect();
-            let others = if others.is_empty() {
-                "—".to_string()
-            } else {
-                others.join(", ")
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                file.device.name,
-                r.shape,
-                chose.replace('|', "\\|"),
-                significant(r.ratio_bf16, 3),
-                others,
-            );
-            rows += 1;
-        }
-    }
-    if rows == 0 {
-        return format!(
-            "No size sweep of step {step:02} has been recorded yet: `step{step:02} --sweep` records one.\n"
-        );
-    }
-    out.push('\n');
-    out
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -527,42 +474,5 @@ pub(crate) mod tests {
         assert_eq!(ratio_tick(&0.9), "0.9");
         assert_eq!(ratio_tick(&1.0), "1.0");
         assert_eq!(ratio_tick(&0.85), "0.85");
-    }
-
-    #[test]
-    fn plans_table_shows_the_choice_and_the_fastest_alternative() {
-        let mut r = swept(10, "persistent", Shape::square(1024), 0.8);
-        r.plan = Some("step 10 at 1024x1024x1024: 128×64 blocks on their own, data-parallel".into());
-        let alternative = |name: &str, ratio: f64| crate::run::results::AlternativeRecord {
-            name: name.into(),
-            design: String::new(),
-            kernel: "steps/step10_persistent/sm90.cu".into(),
-            source_hash: None,
-            ratio_bf16: ratio,
-            ratio_step: ratio / 0.8,
-            time: r.time.clone(),
-            checks: Vec::new(),
-            registers: None,
-            dynamic_smem_bytes: 0,
-            local_bytes: None,
-        };
-        r.alternatives = vec![alternative("tile-128x128", 0.7), alternative("tile-128x64", 0.85)];
-        let file = ResultsFile {
-            device: device("NVIDIA H200"),
-            records: vec![r, swept(8, "pipeline", Shape::square(1024), 0.5)],
-        };
-        let table = plans_table(&[file], 10);
-        let row = table
-            .lines()
-            .find(|l| l.contains("1024x1024x1024"))
-            .expect("a row for the shape");
-        assert!(row.contains("| 128×64 blocks on their own, data-parallel |"), "{row}");
-        assert!(row.ends_with("| `tile-128x64` 0.850, `tile-128x128` 0.700 |"), "{row}");
-        assert_eq!(
-            table.lines().filter(|l| l.starts_with("| NVIDIA")).count(),
-            1,
-            "step 08's row is not step 10's"
-        );
-        assert!(plans_table(&[], 10).starts_with("No size sweep of step 10"));
     }
 }

@@ -49,7 +49,7 @@ mod tables;
 pub use crate::svg;
 
 pub(crate) use cells::Marks;
-pub use tables::{alternatives_table, mx_baselines_table, sweep_table, table};
+pub use tables::{alternatives_table, mx_baselines_table, plans_table, sweep_table, table};
 
 use crate::error::{Error, Result};
 use crate::run::results::{self, ResultsFile};
@@ -317,7 +317,7 @@ impl LadderResults {
                 ("ladder-sweep-table", []) => sweep_table(&self.files),
                 ("ladder-plans", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
-                    crate::book::figure_sweep::plans_table(&self.files, id)
+                    plans_table(&self.files, id)
                 }
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
                 ("ladder-evidence", [step]) => {

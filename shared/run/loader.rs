@@ -7,12 +7,22 @@ use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
 use crate::run::registry::KernelFile;
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::sync::{Arc, Mutex};
 
 /// Compiles `file` for a device of compute capability `major.minor`, loads it into `ctx` and finds
 /// its entry function, with the shared-memory limit and carveout its launch needs.
 pub fn load_in(ctx: &Arc<CudaContext>, major: u32, minor: u32, file: &KernelFile) -> Result<(CudaFunction, Arch)> {
+    load_module_in(ctx, major, minor, file).map(|(_, function, arch)| (function, arch))
+}
+
+/// [`load_in`], keeping the module too (for a caller that sets the kernel's globals).
+pub fn load_module_in(
+    ctx: &Arc<CudaContext>,
+    major: u32,
+    minor: u32,
+    file: &KernelFile,
+) -> Result<(Arc<CudaModule>, CudaFunction, Arch)> {
     let arch = file.targets.arch_for_device(major, minor);
     let compiled = nvrtc::compile(file, arch, Output::Cubin)?;
     if !compiled.log.is_empty() {
@@ -42,7 +52,7 @@ pub fn load_in(ctx: &Arc<CudaContext>, major: u32, minor: u32, file: &KernelFile
         file.source,
         file.defines,
     ));
-    Ok((function, arch))
+    Ok((module, function, arch))
 }
 
 /// The source and defines each loaded function was compiled from, by its handle.

@@ -104,7 +104,7 @@ pub struct Stall {
 /// `THREADS` define; else, for a kernel with `__launch_bounds__`, the function's maximum threads per
 /// block (which the bounds set); else a 2D block of `BN × BM` threads (steps 01 and 02).
 pub fn block_threads(file: &KernelFile, max_threads_attribute: Option<u32>) -> Option<u32> {
-    let define = |name: &str| file.defines.iter().find(|(n, _)| *n == name).map(|(_, v)| *v as u32);
+    let define = |name: &str| file.define(name).map(|v| v as u32);
     if let Some(threads) = define("THREADS") {
         return Some(threads);
     }

@@ -157,6 +157,13 @@ pub struct KernelFile {
     pub launch: LaunchFn,
 }
 
+impl KernelFile {
+    /// The value of a compile-time define, if the file has it.
+    pub fn define(&self, name: &str) -> Option<u64> {
+        self.defines.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+}
+
 impl crate::device::nvrtc::KernelSource for KernelFile {
     fn path(&self) -> &str {
         self.path

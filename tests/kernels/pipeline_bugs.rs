@@ -93,13 +93,7 @@ pub fn planted(step: &'static Step, bug: &PipelineBug) -> KernelFile {
 
 /// Blocks per cluster of the step's Hopper kernel, from its defines.
 pub fn cluster_blocks(step: &'static Step) -> u64 {
-    let define = |name: &str| {
-        hopper_kernel(step)
-            .defines
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(1, |(_, v)| *v)
-    };
+    let define = |name: &str| hopper_kernel(step).define(name).unwrap_or(1);
     define("CLUSTER_M") * define("CLUSTER_N")
 }
 

@@ -4,7 +4,6 @@
 use super::*;
 use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
-use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
 use crate::run::registry::{Format, KernelFile, Step, Targets};
 use crate::run::results::{self, significant};
@@ -40,17 +39,13 @@ pub fn instrumented(file: &KernelFile) -> KernelFile {
     }
 }
 
-fn define(file: &KernelFile, name: &str) -> Option<u64> {
-    file.defines.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
-}
-
 /// Blocks the launch may have at most (a tile per block, the grid rounded to whole clusters along M;
 /// a persistent grid has fewer), and records per warpgroup that hold every stamp with room to spare.
 pub fn buffer_plan(file: &KernelFile, shape: Shape, sms: u32) -> (u64, u64) {
-    let bm = define(file, "BM").unwrap_or(128);
-    let bn = define(file, "BN").unwrap_or(256);
-    let bk = define(file, "BK").unwrap_or(64);
-    let cluster = define(file, "CLUSTER_M").unwrap_or(1).max(1);
+    let bm = file.define("BM").unwrap_or(128);
+    let bn = file.define("BN").unwrap_or(256);
+    let bk = file.define("BK").unwrap_or(64);
+    let cluster = file.define("CLUSTER_M").unwrap_or(1).max(1);
     let tiles_m = (shape.m as u64).div_ceil(bm).div_ceil(cluster) * cluster;
     let blocks = tiles_m * (shape.n as u64).div_ceil(bn);
     let k_tiles = (shape.k as u64).div_ceil(bk);
@@ -75,29 +70,7 @@ struct Instrumented {
 
 fn load_instrumented(gpu: &Gpu, file: &KernelFile) -> Result<Instrumented> {
     let file = instrumented(file);
-    let arch = file.targets.arch_for_device(gpu.major, gpu.minor);
-    let compiled = nvrtc::compile(&file, arch, Output::Cubin)?;
-    if !compiled.log.is_empty() {
-        eprintln!("{} ({arch}, TIMELINE=1): NVRTC says:\n{}", file.path, compiled.log);
-    }
-    let module = gpu
-        .ctx
-        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.bytes))
-        .map_err(Error::cuda(format!("loading {} with timeline stamps", file.path)))?;
-    let function = module
-        .load_function(file.entry)
-        .map_err(Error::cuda(format!("finding {}", file.entry)))?;
-    if file.max_dynamic_smem > 48 * 1024 {
-        function
-            .set_attribute(
-                FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                file.max_dynamic_smem as i32,
-            )
-            .map_err(Error::cuda("raising the dynamic shared-memory limit"))?;
-        function
-            .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
-            .map_err(Error::cuda("asking for the shared-memory carveout"))?;
-    }
+    let (module, function, _) = crate::run::loader::load_module_in(&gpu.ctx, gpu.major, gpu.minor, &file)?;
     Ok(Instrumented { module, function, file })
 }
 
