@@ -302,6 +302,44 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         auto flag = [&](int g) { return flags + (g * CLUSTER + rank) * CONSUMERS + consumer; };
         // ANCHOR_END: partials
 
+        // The last tile's result, rounded to bf16 and packed two to a register, waiting to be stored
+        // while the next tile's first K tiles run (below: `held`): half the registers of `acc`.
+        u32 held[BN / 4];
+        bool holding = false;   // `held` is a tile not yet stored
+        int held_row0 = 0, held_n0 = 0;
+        int stores = 0;         // TMA stores this consumer has issued: its buffers alternate across tiles
+
+        // ANCHOR: chunks
+        // Step 09's chunks, from the held tile: chunk c is its columns 64·c .. 64·c+63, staged into
+        // the buffer after the one the last store used and stored from there. The buffers alternate
+        // across tiles (a 128×64 tile has a single chunk), so each chunk waits until the store that
+        // last used its buffer, two stores ago, has read it; on a block's first stores there is
+        // nothing to wait for.
+        unsigned char* my_staging = staging + consumer * C_BUFFERS * C_BOX_BYTES;
+        auto store_held_chunk = [&](int c) {
+            const int buffer = stores % C_BUFFERS;
+            const u32 box_address = smem_address(my_staging) + buffer * C_BOX_BYTES;
+            const int warp = ctid / 32, lane = ctid % 32;
+            const int matrix = lane / 8;
+            const int row = 16 * warp + 8 * (matrix % 2) + lane % 8;
+            if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
+            named_barrier_sync(1 + consumer, 128); TIMELINE_STAMP(TL_EPILOGUE_START);
+            #pragma unroll
+            for (int j = 8 * c; j < 8 * c + 8; j += 2) {
+                const int chunk = j % 8 + matrix / 2;
+                stmatrix_x4(box_address + swizzle_128b_offset(row, chunk), held[2 * j], held[2 * j + 1],
+                            held[2 * j + 2], held[2 * j + 3]);
+            }
+            fence_async_shared();
+            named_barrier_sync(1 + consumer, 128);
+            if (ctid == 0) {
+                tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, held_n0 + c * C_BOX_COLUMNS, held_row0);
+                tma_store_commit(); TIMELINE_STAMP(TL_EPILOGUE_END);
+            }
+            ++stores;
+        };
+        // ANCHOR_END: chunks
+
         // ANCHOR: consumer_tiles
         float acc[BN / 2];  // this consumer's 64×BN part of the current tile: BN / 2 fp32 a thread
 
@@ -315,11 +353,11 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
 
             // ANCHOR: consumer
             // Step 09's main loop, with stage and parity taken from the running count `it`; the first
-            // MMA of each piece overwrites the accumulators. With MMA_IN_FLIGHT = 0 (step.rs) a
-            // consumer waits for all of its MMAs and releases the stage at once, a K tile sooner than
-            // step 09: the other consumer's MMAs keep the tensor cores busy while it waits, and the
-            // producer gets the stage back a K tile earlier (measured: step.rs, MMA_IN_FLIGHT).
-            for (int t = w.k_begin; t < w.k_end; ++t, ++it) {
+            // MMA of each piece overwrites the accumulators. A K tile is issued, then retired: with
+            // MMA_IN_FLIGHT = 0 (step.rs) a consumer waits for all of its MMAs and releases the stage
+            // at once, a K tile sooner than step 09: the other consumer's MMAs keep the tensor cores
+            // busy while it waits, and the producer gets the stage back a K tile earlier.
+            auto issue = [&](int t) {
                 const int stage = it % STAGES;
                 mbarrier_wait(&full[stage], (it / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
                 wgmma_fence_operands(acc);
@@ -329,17 +367,38 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                     Wgmma<BN>::mma(acc, a_desc(stage, s), b_desc(stage, s), (t > w.k_begin || s > 0) ? 1 : 0);
                 }
                 wgmma_commit(); TIMELINE_STAMP(TL_MMA_ISSUED);
+            };
+            auto retire = [&](int t) {
                 wgmma_wait<MMA_IN_FLIGHT>(); TIMELINE_STAMP(TL_MMA_DONE);
                 wgmma_fence_operands(acc);
-                if (MMA_IN_FLIGHT == 0) release(stage);
+                if (MMA_IN_FLIGHT == 0) release(it % STAGES);
                 else if (t > w.k_begin) release((it - 1) % STAGES);
+            };
+            int t = w.k_begin;
+            if (holding) {
+                // The last tile's epilogue, hidden under this piece's first K tiles: chunk c of it is
+                // staged and stored while K tile c's MMAs run (and the other consumer's), so the
+                // tensor cores do not wait for the epilogue.
+                #pragma unroll
+                for (int c = 0; c < C_BOXES; ++c) {
+                    const bool issued = t < w.k_end;
+                    if (issued) issue(t);
+                    store_held_chunk(c);
+                    if (issued) {
+                        retire(t);
+                        ++t, ++it;
+                    }
+                }
+                holding = false;
+            }
+            for (; t < w.k_end; ++t, ++it) {
+                issue(t);
+                retire(t);
             }
             wgmma_wait<0>(); TIMELINE_STAMP(TL_MMA_DONE);
             wgmma_fence_operands(acc);
             if (MMA_IN_FLIGHT == 1) release((it - 1) % STAGES);
-            TIMELINE_STAMP(TL_EPILOGUE_START);
             // ANCHOR_END: consumer
-
             // ANCHOR: fixup
             if (w.k_begin > 0) {
                 // Not the tile's first K tiles: leave the partial sums for the cluster that has them,
@@ -381,41 +440,18 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // ANCHOR: epilogue
             const int row0 = m0 + consumer * WG_ROWS;  // this consumer's first row of C
             if (use_tma_store) {
-                unsigned char* my_staging = staging + consumer * C_BUFFERS * C_BOX_BYTES;
-                const u32 staging_address = smem_address(my_staging);
-                const int warp = ctid / 32, lane = ctid % 32;
-                const int matrix = lane / 8;
-                const int row = 16 * warp + 8 * (matrix % 2) + lane % 8;
-                // Columns 64·c .. 64·c+63 of this consumer's rows, into staging buffer `buffer`.
-                auto stage_box = [&](int c, int buffer) {
-                    #pragma unroll
-                    for (int j = 8 * c; j < 8 * c + 8; j += 2) {
-                        const int chunk = j % 8 + matrix / 2;
-                        const u32 address = staging_address + buffer * C_BOX_BYTES + swizzle_128b_offset(row, chunk);
-                        stmatrix_x4(address, pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]),
-                                    pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]),
-                                    pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]),
-                                    pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
-                    }
-                };
-                // ANCHOR: chunks
-                // Step 09's chunks. The buffers carry over from the previous tile, so every chunk
-                // waits until the store that last used its buffer (two chunks ago, maybe in the
-                // previous tile) has read it; on a block's first chunks there is nothing to wait for.
+                // ANCHOR: hold
+                // Round the tile to bf16 and keep it, packed, for the next piece's first K tiles to
+                // store: the accumulators are free for that piece's MMAs at once.
                 #pragma unroll
-                for (int c = 0; c < C_BOXES; ++c) {
-                    const int buffer = c % C_BUFFERS;
-                    if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
-                    named_barrier_sync(1 + consumer, 128);
-                    stage_box(c, buffer);
-                    fence_async_shared();
-                    named_barrier_sync(1 + consumer, 128);
-                    if (ctid == 0) {
-                        tma_store_2d(&c_map, my_staging + buffer * C_BOX_BYTES, n0 + c * C_BOX_COLUMNS, row0);
-                        tma_store_commit(); TIMELINE_STAMP(TL_EPILOGUE_END);
-                    }
+                for (int j = 0; j < BN / 8; ++j) {
+                    held[2 * j] = pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]);
+                    held[2 * j + 1] = pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
                 }
-                // ANCHOR_END: chunks
+                holding = true;
+                held_row0 = row0;
+                held_n0 = n0;
+                // ANCHOR_END: hold
             } else {
                 // N % 8 != 0: no tensor map for C. Step 05's direct stores, for this consumer's 64 rows.
                 const WgmmaFragment frag(ctid);
@@ -439,6 +475,11 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 }
             }
             // ANCHOR_END: epilogue
+        }
+        // The last tile has no next piece to hide under: its chunks go out now.
+        if (holding) {
+            #pragma unroll
+            for (int c = 0; c < C_BOXES; ++c) store_held_chunk(c);
         }
         // The block's shared memory must outlive the last stores' reads.
         if (use_tma_store && ctid == 0) tma_store_wait_read<0>();

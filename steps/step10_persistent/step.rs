@@ -42,8 +42,8 @@ mod hopper {
     /// meanwhile, and the producer gets the stage a K tile sooner.
     pub const MMA_IN_FLIGHT: u32 = 0;
     /// Registers a thread after `setmaxnreg`, as in step 09.
-    pub const PRODUCER_REGISTERS: u32 = 48;
-    pub const CONSUMER_REGISTERS: u32 = 224;
+    pub const PRODUCER_REGISTERS: u32 = 40;
+    pub const CONSUMER_REGISTERS: u32 = 232;
     /// Blocks per cluster along M in the default tile: one. Steps 07–09 paired blocks to share each B
     /// tile; once blocks are persistent the pair no longer pays (recorded: the `pairs` alternative).
     /// The grid is one row of clusters (`registry::persistent_launch`), so a cluster is
