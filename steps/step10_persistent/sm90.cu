@@ -231,7 +231,10 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         }
         mbarrier_init_fence();
     }
-    cluster_sync();
+    // The barriers must be initialised before anyone uses them: in every block of the cluster, or,
+    // for a block on its own, in this block (a plain barrier, without the cluster barrier's fences).
+    if (CLUSTER > 1) cluster_sync();
+    else __syncthreads();
     // ANCHOR_END: barriers
 
     if (warpgroup == 0) {
@@ -240,14 +243,14 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // K tiles across pieces, so stage and parity run on where the previous piece left them.
         setmaxnreg_dec<PRODUCER_REGISTERS>();
         if (tid == 0) {
-            int it = 0;
+            u32 it = 0;  // unsigned: stage and parity are a mask and a shift, no sign to carry
             WorkList work(schedule, cluster);
             Work w;
             while (work.next(w)) {
                 int m0, n0;
                 origin(w.tile, m0, n0); TIMELINE_STAMP(TL_TILE_START);
                 for (int t = w.k_begin; t < w.k_end; ++t, ++it) {
-                    const int stage = it % STAGES;
+                    const u32 stage = it % STAGES;
                     const u32 parity = (it / STAGES) & 1;
                     mbarrier_wait(&empty[stage], parity ^ 1);
                     mbarrier_arrive_expect_bytes(&full[stage], STAGE_BYTES);
@@ -275,17 +278,24 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
 
         // ANCHOR: descriptors
         // As in step 06, for this consumer's 64 rows of A and all BN rows of B.
-        const u64 a_desc0 = A_DESC | ((smem_address(a_tile(0) + consumer * WG_ROWS * SWIZZLE_BYTES) & 0x3FFFF) >> 4);
-        const u64 b_desc0 = B_DESC | ((smem_address(b_tile(0)) & 0x3FFFF) >> 4);
-        auto a_desc = [&](int stage, int slice) { return a_desc0 + ((stage * STAGE_BYTES + slice * 32) >> 4); };
-        auto b_desc = [&](int stage, int slice) { return b_desc0 + ((stage * STAGE_BYTES + slice * 32) >> 4); };
+        // Only the low word changes from stage to stage: the start address (bits 0-13, in 16-byte
+        // units) of a tile inside the 227 KiB of shared memory never carries into the stride above
+        // it, so the adds are 32-bit and the high word stays a constant.
+        const u32 a_low0 = (u32)A_DESC | ((smem_address(a_tile(0) + consumer * WG_ROWS * SWIZZLE_BYTES) & 0x3FFFF) >> 4);
+        const u32 b_low0 = (u32)B_DESC | ((smem_address(b_tile(0)) & 0x3FFFF) >> 4);
+        auto a_desc = [&](u32 stage, int slice) {
+            return (A_DESC & 0xFFFFFFFF00000000ull) | (a_low0 + (stage * STAGE_BYTES + slice * 32) / 16);
+        };
+        auto b_desc = [&](u32 stage, int slice) {
+            return (B_DESC & 0xFFFFFFFF00000000ull) | (b_low0 + (stage * STAGE_BYTES + slice * 32) / 16);
+        };
         // ANCHOR_END: descriptors
 
         // ANCHOR: release
         // One thread of this warpgroup arrives on the stage's `empty` barrier in every block of the
         // cluster: each of them multicasts a slice of B (or, paired along N, of A) into our copy of
         // the stage.
-        auto release = [&](int stage) {
+        auto release = [&](u32 stage) {
             if (ctid == 0) {
                 for (u32 r = 0; r < CLUSTER; ++r) mbarrier_arrive_cluster(&empty[stage], r);
             }
@@ -343,7 +353,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // ANCHOR: consumer_tiles
         float acc[BN / 2];  // this consumer's 64×BN part of the current tile: BN / 2 fp32 a thread
 
-        int it = 0;  // K tiles consumed so far, across pieces: the producer's count, in step
+        u32 it = 0;  // K tiles consumed so far, across pieces: the producer's count, in step
         WorkList work(schedule, cluster);
         Work w;
         while (work.next(w)) {
@@ -358,7 +368,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // at once, a K tile sooner than step 09: the other consumer's MMAs keep the tensor cores
             // busy while it waits, and the producer gets the stage back a K tile earlier.
             auto issue = [&](int t) {
-                const int stage = it % STAGES;
+                const u32 stage = it % STAGES;
                 mbarrier_wait(&full[stage], (it / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
                 wgmma_fence_operands(acc);
                 wgmma_fence();
@@ -484,7 +494,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // The block's shared memory must outlive the last stores' reads.
         if (use_tma_store && ctid == 0) tma_store_wait_read<0>();
     }
-    // A peer may still arrive on our `empty` barriers after its last tile: stay until every block is done.
-    cluster_sync();
+    // A peer may still arrive on our `empty` barriers after its last tile: stay until every block is
+    // done. A block on its own has no peer, and its idle producer warps may leave at once.
+    if (CLUSTER > 1) cluster_sync();
 }
 // ANCHOR_END: kernel
