@@ -591,6 +591,7 @@ impl Session {
                 note: None,
                 computed,
                 ncu: None,
+                cublas_ncu: None,
             }),
             mx,
             plan: plan.map(|p| p.text),
