@@ -57,10 +57,16 @@ pub struct CommonArgs {
     #[arg(long, help = crate::run::sweep::help(), conflicts_with_all = ["size", "m", "n", "k"])]
     pub sweep: bool,
     /// Also profile each recorded run under Nsight Compute (`ncu`, found on PATH or under
-    /// /opt/nvidia/nsight-compute): the step's kernel alone, one launch, clocks left alone; its
-    /// counters go into the record's `profile`. Without ncu the record keeps the computed evidence.
+    /// /opt/nvidia/nsight-compute): the step's kernel alone, one launch, then cuBLAS bf16's kernel at
+    /// the same shape with the same settings; the counters go into the record's `profile`. Without
+    /// ncu the record keeps the computed evidence.
     #[arg(long, conflicts_with = "check")]
     pub profile: bool,
+    /// With --profile: ncu's clock control. `none` leaves the GPU's clocks alone (boost and power
+    /// limit, as the timed runs see them); `base` locks them to the base clock, so that the cycles
+    /// compare across runs and kernels. The record says which.
+    #[arg(long, value_enum, default_value = "none", requires = "profile")]
+    pub clock_control: crate::evidence::ClockControl,
 }
 
 #[derive(Debug, Parser)]
@@ -354,7 +360,7 @@ pub fn step_main(id: u8) -> Result<()> {
     }
     let gpu = gpu.expect("returned by the last session");
     if args.common.profile {
-        crate::evidence::profile_records(&mut records, seed);
+        crate::evidence::profile_records(&mut records, seed, args.common.clock_control);
     }
     if !records.is_empty() {
         report::print_results(&records);
@@ -491,7 +497,7 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
     }
     bar.finish_and_clear();
     if args.common.profile {
-        crate::evidence::profile_records(&mut records, seed);
+        crate::evidence::profile_records(&mut records, seed, args.common.clock_control);
     }
     if !records.is_empty() {
         report::print_results(&records);
@@ -574,6 +580,20 @@ mod tests {
 
     fn ladder_args(args: &[&str]) -> std::result::Result<LadderArgs, clap::Error> {
         LadderArgs::try_parse_from(std::iter::once("ladder").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn clock_control_is_a_profile_setting_and_defaults_to_none() {
+        use crate::evidence::ClockControl;
+        assert_eq!(step_args(&["--profile"]).common.clock_control, ClockControl::None);
+        let locked = step_args(&["--profile", "--clock-control", "base"]);
+        assert_eq!(locked.common.clock_control, ClockControl::Base);
+        let ladder = ladder_args(&["--profile", "--clock-control", "base"]).unwrap();
+        assert_eq!(ladder.common.clock_control, ClockControl::Base);
+        // Without --profile it means nothing: refused; and only the two settings are known.
+        let alone = StepArgs::try_parse_from(["step10", "--clock-control", "base"]).unwrap_err();
+        assert_eq!(alone.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        assert!(StepArgs::try_parse_from(["step10", "--profile", "--clock-control", "boost"]).is_err());
     }
 
     #[test]

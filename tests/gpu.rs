@@ -161,31 +161,51 @@ fn a_kernel_that_never_finishes_is_reported_as_hung() -> Ran {
 }
 
 /// A persistent step's record keeps how many clusters the driver said fit (`cuOccupancyMaxActiveClusters`),
-/// the number its grid and its chapter's wave counts rest on.
+/// the number its grid and its chapter's wave counts rest on, for the kernel that ran: step 10 chooses
+/// its tile by shape (128×64 blocks at 1024³, the default 128×256 at 4096×4096×256), and the record's
+/// count is that tile's, as its plan says.
 fn a_persistent_run_records_how_many_clusters_fit() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let gpu = common::gpu()?;
-    let mut session = Session::new(gpu, Shape::square(1024), 11).unwrap_or_else(|e| panic!("{e}"));
+    let mut gpu = common::gpu()?;
     let timed = RunOptions {
         check_only: false,
         iters: Some(2),
     };
-    let outcome = match session.run_step(10, &timed) {
-        Ok(outcome) => outcome,
-        Err(e @ gemm_ladder::error::Error::Unsupported { .. }) => return Err(common::Skip(e.to_string())),
-        Err(e) => panic!("step10: {e}"),
-    };
-    let record = outcome.record.expect("a timed run makes a record");
-    let fit = record
-        .profile
-        .and_then(|p| p.computed.clusters_fit)
-        .expect("step 10's record keeps the driver's answer");
-    // The step's own compilation: its default tile's cluster (step 10 chooses others by shape).
-    let kernel = &gemm_ladder::run::steps::get(10).unwrap().kernels[0];
-    let define = |name: &str| kernel.define(name).map_or(1, |v| v as u32);
-    assert_eq!(fit.cluster_blocks, define("CLUSTER_M") * define("CLUSTER_N"));
-    assert!(fit.clusters >= 1, "{fit:?}");
-    println!("step10: {} clusters of {} blocks fit", fit.clusters, fit.cluster_blocks);
+    for (i, shape) in [Shape::square(1024), Shape::new(4096, 4096, 256)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut session = Session::new(gpu, shape, 11 + i as u64).unwrap_or_else(|e| panic!("{e}"));
+        let outcome = match session.run_step(10, &timed) {
+            Ok(outcome) => outcome,
+            Err(e @ gemm_ladder::error::Error::Unsupported { .. }) => return Err(common::Skip(e.to_string())),
+            Err(e) => panic!("step10 {shape}: {e}"),
+        };
+        let record = outcome.record.expect("a timed run makes a record");
+        let plan = record.plan.clone().expect("step 10's record keeps the tile it chose");
+        let fit = record
+            .profile
+            .and_then(|p| p.computed.clusters_fit)
+            .unwrap_or_else(|| panic!("step 10's record at {shape} keeps the driver's answer ({plan})"));
+        // "… blocks in clusters of 2 along N, …" or "… blocks on their own, …".
+        let cluster_blocks = plan.split("in clusters of ").nth(1).map_or(1, |rest| {
+            rest.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)
+        });
+        assert_eq!(fit.cluster_blocks, cluster_blocks, "{shape}: {fit:?} for `{plan}`");
+        // "… over 64 clusters …": the grid launched, at most as many as fit.
+        let launched: u32 = plan
+            .split(" over ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no cluster count in `{plan}`"));
+        assert!(fit.clusters >= launched.max(1), "{shape}: {fit:?} for `{plan}`");
+        println!(
+            "step10 {shape}: {} clusters of {} blocks fit ({plan})",
+            fit.clusters, fit.cluster_blocks
+        );
+        gpu = session.into_gpu();
+    }
     Ok(())
 }
 

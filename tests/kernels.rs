@@ -246,6 +246,34 @@ fn blackwell_pair_kernels_assemble_with_the_bounded_waits_too() -> Ran {
     common::assembled(assembled)
 }
 
+/// flag.cuh's wait for a flag in global memory (step 10's stream-K fixup) is bounded only in the
+/// bring-up build (GEMM_LADDER_DEBUG_HANG): that build has the timer, the report and the trap, the
+/// measured build none of them, and both assemble for sm_90a without spills.
+fn the_flag_wait_is_bounded_only_in_the_bring_up_build() -> Ran {
+    common::nvrtc()?;
+    let mut assembled = true;
+    for bounded in [false, true] {
+        let file = common::hung_flag_kernel(bounded);
+        let ptx = nvrtc::compile(file, Arch::SM90A, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+        assert!(ptx.log.is_empty(), "{}: NVRTC warnings:\n{}", file.path, ptx.log);
+        let text = String::from_utf8_lossy(&ptx.bytes);
+        assert!(text.contains("ld.acquire.gpu"), "{}: no acquire load", file.path);
+        for word in ["globaltimer", "vprintf", "trap;"] {
+            assert_eq!(
+                text.contains(word),
+                bounded,
+                "{} (bounded: {bounded}): `{word}`",
+                file.path
+            );
+        }
+        match nvrtc::assemble(&ptx.bytes, Arch::SM90A, file.path).unwrap_or_else(|e| panic!("{e}")) {
+            Some(report) => assert_eq!(report.spill_bytes, 0, "{} (bounded: {bounded}) spills", file.path),
+            None => assembled = false,
+        }
+    }
+    common::assembled(assembled)
+}
+
 /// The timeline stamps (`--timeline`, steps 08–11 on Hopper) are empty macros in the plain build: its
 /// PTX has no trace of them, while the instrumented build reads the timer and knows the buffer, and
 /// compiles to a cubin.
@@ -284,5 +312,6 @@ common::harness::tests!(
     emit_compiles_a_kernel_only_for_the_architectures_it_can_run_on,
     blackwell_pair_kernels_wait_only_through_the_named_waits,
     blackwell_pair_kernels_assemble_with_the_bounded_waits_too,
+    the_flag_wait_is_bounded_only_in_the_bring_up_build,
     timeline_stamps_are_only_in_the_instrumented_build,
 );

@@ -3,8 +3,9 @@
 //! at exactly one place. On a Hopper GPU: the unmodified kernels finish and pass at the test's shape,
 //! and every planted kernel, launched the same way, hangs and is reported as hung with exit code 3
 //! (each in a child process: this test binary, re-run). And the device side of a hang: a wait through
-//! mbarrier_sm100.cuh (the Blackwell kernels' waits), built with `GEMM_LADDER_DEBUG_HANG`, reports
-//! which barrier it was stuck on and traps, long before the host's deadline.
+//! mbarrier_sm100.cuh (the Blackwell kernels' waits), and a wait for a flag through flag.cuh (step
+//! 10's stream-K fixup), built with `GEMM_LADDER_DEBUG_HANG`, report what they were stuck on and
+//! trap, long before the host's deadline.
 
 mod common;
 
@@ -174,21 +175,18 @@ fn every_planted_pipeline_bug_is_reported_as_hung() -> Ran {
     Ok(())
 }
 
-/// Set in a child process: launch tests/kernels/hung_wait.cu.
-const HUNG_WAIT_CHILD: &str = "GEMM_LADDER_HUNG_WAIT";
-
-const HUNG_WAIT_TEST: &str = "a_bounded_wait_reports_its_barrier_and_traps";
+/// Set in a child process to the name of the test whose bounded-wait kernel it launches.
+const BOUNDED_WAIT_CHILD: &str = "GEMM_LADDER_HUNG_WAIT";
 
 /// The host's deadline in that child: far beyond the kernel's own bound.
 const HUNG_WAIT_HOST_SECONDS: u64 = 30;
 
-/// On a Hopper GPU: tests/kernels/hung_wait.cu waits for a phase nobody completes, built with
-/// `GEMM_LADDER_DEBUG_HANG=1`. Within a few seconds (the host's deadline is 30 s) the kernel prints
-/// which barrier, parity, block and thread it was stuck on and traps, and the launch fails. This is the
-/// bring-up build of the Blackwell kernels' waits, proven on the GPU we have.
-fn a_bounded_wait_reports_its_barrier_and_traps() -> Ran {
-    let hung = common::hung_wait_kernel();
-    if std::env::var_os(HUNG_WAIT_CHILD).is_some() {
+/// On a Hopper GPU: `hung` (a kernel that waits for something nobody does, built with
+/// `GEMM_LADDER_DEBUG_HANG=1`) runs in a child process (this test binary, re-run as `test`). Within a
+/// few seconds (the host's deadline is 30 s) the kernel prints its report and traps, and the launch
+/// fails; the report must hold every one of `expected`.
+fn bounded_wait_reports_and_traps(test: &str, hung: &KernelFile, expected: &[String]) -> Ran {
+    if std::env::var(BOUNDED_WAIT_CHILD).is_ok_and(|t| t == test) {
         let gpu = common::gpu().unwrap_or_else(|Skip(why)| panic!("the parent found a GPU, its child: {why}"));
         let mut session = Session::new(gpu, SHAPE, 11).unwrap_or_else(|e| panic!("{e}"));
         let (function, _) = session::load_file(&session.gpu, hung).unwrap_or_else(|e| panic!("{e}"));
@@ -207,8 +205,8 @@ fn a_bounded_wait_reports_its_barrier_and_traps() -> Ran {
     drop(gpu);
     let started = std::time::Instant::now();
     let run = std::process::Command::new(std::env::current_exe().expect("test binary path"))
-        .args(["--exact", HUNG_WAIT_TEST, "--test-threads=1", "--nocapture"])
-        .env(HUNG_WAIT_CHILD, "1")
+        .args(["--exact", test, "--test-threads=1", "--nocapture"])
+        .env(BOUNDED_WAIT_CHILD, test)
         .env("GEMM_LADDER_HANG_SECONDS", HUNG_WAIT_HOST_SECONDS.to_string())
         .output()
         .expect("running the child test");
@@ -219,26 +217,56 @@ fn a_bounded_wait_reports_its_barrier_and_traps() -> Ran {
         String::from_utf8_lossy(&run.stderr)
     );
     assert!(run.status.success(), "child exit {:?}:\n{output}", run.status);
-    assert!(
-        output.contains("mbarrier wait hung: barrier never (shared 0x"),
-        "no report from the device:\n{output}"
-    );
-    let context = format!(
-        "parity 0, block (0,0,0) cluster rank 0, thread 0 (warp 0): no completion in {} s",
-        common::HUNG_WAIT_SECONDS
-    );
-    assert!(output.contains(&context), "the report lacks `{context}`:\n{output}");
+    for part in expected {
+        assert!(output.contains(part.as_str()), "the report lacks `{part}`:\n{output}");
+    }
     assert!(output.contains("the launch failed"), "{output}");
     assert!(
         seconds < HUNG_WAIT_HOST_SECONDS,
         "{seconds} s: the host's deadline, not the device's bound, ended it:\n{output}"
     );
-    println!("{HUNG_WAIT_TEST}: reported and trapped in {seconds} s");
+    println!("{test}: reported and trapped in {seconds} s");
     Ok(())
+}
+
+/// tests/kernels/hung_wait.cu waits for an mbarrier phase nobody completes, through
+/// mbarrier_sm100.cuh: the report names the barrier, the parity, the block and the thread. This is
+/// the bring-up build of the Blackwell kernels' waits, proven on the GPU we have.
+fn a_bounded_wait_reports_its_barrier_and_traps() -> Ran {
+    bounded_wait_reports_and_traps(
+        "a_bounded_wait_reports_its_barrier_and_traps",
+        common::hung_wait_kernel(),
+        &[
+            "mbarrier wait hung: barrier never (shared 0x".to_string(),
+            format!(
+                "parity 0, block (0,0,0) cluster rank 0, thread 0 (warp 0): no completion in {} s",
+                common::HUNG_WAIT_SECONDS
+            ),
+        ],
+    )
+}
+
+/// tests/kernels/hung_flag.cu waits for a flag in global memory nobody raises, through flag.cuh (step
+/// 10's stream-K fixup): the report names the flag's address, who raises it, the value awaited and
+/// the one it holds (C's bf16 NaNs), and the block and thread.
+fn a_bounded_flag_wait_reports_its_flag_and_traps() -> Ran {
+    bounded_wait_reports_and_traps(
+        "a_bounded_flag_wait_reports_its_flag_and_traps",
+        common::hung_flag_kernel(true),
+        &[
+            "flag wait hung: flag 0x".to_string(),
+            format!(
+                "(raised by cluster 3) awaited 7 (the epoch), holds {}, block (0,0,0) thread 0: not raised in {} s",
+                0x7FC0_7FC0_u32,
+                common::HUNG_WAIT_SECONDS
+            ),
+        ],
+    )
 }
 
 common::harness::tests!(
     every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels,
     every_planted_pipeline_bug_is_reported_as_hung,
     a_bounded_wait_reports_its_barrier_and_traps,
+    a_bounded_flag_wait_reports_its_flag_and_traps,
 );

@@ -2,7 +2,7 @@
 //!
 //! | directive                      | becomes                                                          |
 //! |--------------------------------|------------------------------------------------------------------|
-//! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's, per GPU  |
+//! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's and cuBLAS's, per GPU |
 //! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
 //! | `{{#ladder-evidence-value step06 KEY}}` | inline: one quantity of the step's evidence, per GPU |
@@ -55,6 +55,20 @@ fn count(x: f64) -> String {
 
 fn pct(x: f64) -> String {
     format!("{}%", significant(x, 3))
+}
+
+/// Cycles, in millions with four significant digits, so that two kernels' compare at a glance.
+fn cycles(x: f64) -> String {
+    format!("{} M", significant(x / 1e6, 4))
+}
+
+/// What ncu's `--clock-control` meant for the counters.
+fn clocks(clock_control: &str) -> String {
+    match clock_control {
+        "none" => "not locked (the GPU's own clocks)".into(),
+        "base" => "locked to base".into(),
+        other => format!("`--clock-control {other}`"),
+    }
 }
 
 /// The rows of the evidence table: label, and how to read a value out of a record.
@@ -132,6 +146,12 @@ const ROWS: &[Row] = &[
         Some(significant((ld + st) / block_k_tiles(r)?, 3))
     }),
     ("tensor pipe busy", |_, p| ncu_value(p, "tensor_pipe_pct").map(pct)),
+    ("tensor pipe busy (% of elapsed cycles)", |_, p| {
+        ncu_value(p, "tensor_pipe_elapsed_pct").map(pct)
+    }),
+    ("cycles elapsed (the slowest GPC's)", |_, p| {
+        ncu_value(p, "cycles_elapsed").map(cycles)
+    }),
     ("FMA pipe busy", |_, p| ncu_value(p, "fma_pipe_pct").map(pct)),
     ("issue slots busy", |_, p| ncu_value(p, "issue_busy_pct").map(pct)),
     ("occupancy: achieved (theoretical)", |_, p| {
@@ -145,6 +165,9 @@ const ROWS: &[Row] = &[
     }),
     ("threads a block, blocks an SM", |_, p| {
         let c = &p.computed;
+        if c.block_threads.is_none() && c.blocks_per_sm.is_none() {
+            return None;
+        }
         Some(format!(
             "{}, {}",
             c.block_threads.map_or("—".into(), |t| t.to_string()),
@@ -171,10 +194,32 @@ const ROWS: &[Row] = &[
                 .join(", ")
         })
     }),
-    ("kernel time under ncu (clocks not locked)", |_, p| {
+    ("kernel time under ncu", |_, p| {
         ncu_value(p, "duration_ns").map(|ns| format!("{} ms", significant(ns / 1e6, 3)))
     }),
+    ("clocks under ncu", |_, p| {
+        p.ncu.as_ref().map(|n| clocks(n.clock_control()))
+    }),
 ];
+
+/// The cuBLAS column of a step's evidence table: cuBLAS bf16's kernel as profiled beside the step's
+/// (same shape, same ncu settings), as a record whose figures are only what ncu measured (the
+/// step's registers, block size and clusters are not cuBLAS's).
+fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
+    let counters = this.profile.as_ref()?.cublas_ncu.clone()?;
+    let mut cublas = this.clone();
+    cublas.step = 0;
+    cublas.registers = None;
+    cublas.local_bytes = None;
+    cublas.profile = Some(Profile {
+        source: ProfileSource::Ncu,
+        note: None,
+        computed: crate::evidence::computed_for_shape(this.shape),
+        ncu: Some(counters),
+        cublas_ncu: None,
+    });
+    Some(cublas)
+}
 
 /// `{{#ladder-evidence stepNN}}`: per GPU, the step's evidence beside its predecessor's.
 pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
@@ -189,8 +234,8 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
             continue;
         };
         let before = previous.and_then(|p| chapter_record(file, p));
-        let columns: Vec<&StepRecord> = before.into_iter().chain(std::iter::once(this)).collect();
-        if columns.iter().all(|r| r.profile.is_none()) {
+        let steps: Vec<&StepRecord> = before.into_iter().chain(std::iter::once(this)).collect();
+        if steps.iter().all(|r| r.profile.is_none()) {
             let _ = writeln!(out, "Not profiled yet on {}: {hint}.\n", file.device.name);
             continue;
         }
@@ -199,11 +244,17 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         let mut header = String::from("| |");
         let mut rule = String::from("|---|");
         let mut marks = crate::book::Marks::default();
-        for r in &columns {
+        for r in &steps {
             let label = marks.on(r.label(), crate::run::provenance::of_record(r));
             let _ = write!(header, " {label} |");
             rule.push_str("---|");
         }
+        let cublas = cublas_column(this);
+        if cublas.is_some() {
+            header.push_str(" cuBLAS bf16 |");
+            rule.push_str("---|");
+        }
+        let columns: Vec<&StepRecord> = steps.iter().copied().chain(cublas.as_ref()).collect();
         let _ = writeln!(out, "{header}\n{rule}");
         for (label, value) in ROWS {
             let cells: Vec<String> = columns
@@ -220,10 +271,17 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         }
         out.push('\n');
         out.push_str(&marks.note());
-        if columns
-            .iter()
-            .any(|r| r.profile.as_ref().is_none_or(|p| p.ncu.is_none()))
-        {
+        if let Some(counters) = cublas.as_ref().and_then(|r| r.profile.as_ref()?.ncu.as_ref()) {
+            let _ = writeln!(
+                out,
+                "The cuBLAS bf16 column is {} at the same shape, profiled with the same settings right after the step's kernel.\n",
+                counters
+                    .kernel
+                    .as_deref()
+                    .map_or("cuBLAS's kernel".to_string(), |k| format!("its kernel `{k}`"))
+            );
+        }
+        if steps.iter().any(|r| r.profile.as_ref().is_none_or(|p| p.ncu.is_none())) {
             let _ = writeln!(
                 out,
                 "A column without counters has not been profiled under Nsight Compute: {hint}.\n"
@@ -336,9 +394,20 @@ pub fn l2_roofline(files: &[ResultsFile]) -> String {
         if rows.is_empty() {
             continue;
         }
+        let mut settings: Vec<&str> = rows
+            .iter()
+            .filter_map(|(r, _, _)| Some(r.profile.as_ref()?.ncu.as_ref()?.clock_control()))
+            .collect();
+        settings.sort_unstable();
+        settings.dedup();
+        let clocks_were = match settings.as_slice() {
+            ["base"] => "clocks locked to base",
+            ["none"] | [] => "clocks not locked",
+            _ => "some rows' clocks locked to base",
+        };
         let _ = writeln!(
             out,
-            "On {} (Nsight Compute, clocks not locked):\n\n| step | shape | flops per byte L2 ↔ SM | L2 ↔ SM rate |\n|---|---|---|---|",
+            "On {} (Nsight Compute, {clocks_were}):\n\n| step | shape | flops per byte L2 ↔ SM | L2 ↔ SM rate |\n|---|---|---|---|",
             file.device.name
         );
         for (r, intensity, tbs) in rows {
@@ -610,6 +679,8 @@ mod tests {
                     reason: "long_scoreboard".into(),
                     per_issue: 3.5,
                 }],
+                kernel: None,
+                clock_control: None,
             }
         });
         r.profile = Some(Profile {
@@ -621,6 +692,7 @@ mod tests {
             note: (!ncu).then(|| "ncu not found".into()),
             computed,
             ncu: counters,
+            cublas_ncu: None,
         });
         r
     }
@@ -657,6 +729,86 @@ mod tests {
             "{l2}"
         );
         assert!(l2_roofline(&[]).starts_with("No step has been profiled yet"));
+    }
+
+    /// cuBLAS bf16's counters as `--profile` records them beside a step's, clocks locked to base.
+    fn cublas_counters() -> NcuCounters {
+        let values: BTreeMap<String, f64> = [
+            ("cycles_elapsed", 248_512.0),
+            ("tensor_pipe_elapsed_pct", 71.5),
+            ("duration_ns", 225_000.0),
+            ("l2_hit_rate_pct", 90.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        NcuCounters {
+            tool: "Version 2025.3.1.0".into(),
+            metrics: values.keys().map(|k| (k.clone(), "x.sum".into())).collect(),
+            values,
+            stalls: Vec::new(),
+            kernel: Some("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN".into()),
+            clock_control: Some("base".into()),
+        }
+    }
+
+    #[test]
+    fn the_evidence_table_shows_cycles_and_tensor_pipe_beside_cublas_once_profiled() {
+        let mut step10 = profiled(10, "persistent", true);
+        {
+            let ncu = step10.profile.as_mut().unwrap().ncu.as_mut().unwrap();
+            ncu.values.insert("cycles_elapsed".into(), 262_144.0);
+            ncu.values.insert("tensor_pipe_elapsed_pct".into(), 66.0);
+            ncu.clock_control = Some("base".into());
+        }
+        let computed = &mut step10.profile.as_mut().unwrap().computed;
+        (computed.block_threads, computed.blocks_per_sm) = (Some(384), Some(1));
+        let mut file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![profiled(9, "epilogue_double_buffer", true), step10],
+        };
+        // Without cuBLAS's profile (a record from before it): the two steps, no cuBLAS column.
+        let before = evidence_table(std::slice::from_ref(&file), 10);
+        assert!(!before.contains("cuBLAS"), "{before}");
+        assert!(
+            before.contains("| cycles elapsed (the slowest GPC's) | — | 0.2621 M |"),
+            "{before}"
+        );
+        assert!(
+            before.contains("| clocks under ncu | not locked (the GPU's own clocks) | locked to base |"),
+            "{before}"
+        );
+        // With it: a third column, only what ncu measured (no registers, block size or clusters).
+        file.records[1].profile.as_mut().unwrap().cublas_ncu = Some(cublas_counters());
+        let text = evidence_table(std::slice::from_ref(&file), 10);
+        assert!(
+            text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS bf16 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| cycles elapsed (the slowest GPC's) | — | 0.2621 M | 0.2485 M |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| tensor pipe busy (% of elapsed cycles) | — | 66.0% | 71.5% |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| clocks under ncu | not locked (the GPU's own clocks) | locked to base | locked to base |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| threads a block, blocks an SM | — | 384, 1 | — |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("its kernel `nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN`"),
+            "{text}"
+        );
+        // Every row has one cell per column.
+        for line in text.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| |")) {
+            assert_eq!(line.matches(" | ").count(), 3, "{line}");
+        }
     }
 
     #[test]

@@ -497,6 +497,7 @@ mod tests {
                 note: None,
                 computed: crate::evidence::computed_for_shape(r.shape),
                 ncu: None,
+                cublas_ncu: None,
             });
         }
         profiled.records.retain(|r| r.shape.m == 4096);

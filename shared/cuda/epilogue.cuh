@@ -18,6 +18,14 @@ __device__ __forceinline__ void store_c_f32(const float (&acc)[TILE_N / 2], cons
                                             int barrier, unsigned char* staging, const TensorMap* c_map,
                                             bool use_tma_store, float* C, int M, int N, int row0, int n0) {
     constexpr int BOX_COLUMNS = 32, BOX_BYTES = 64 * 128, BUFFERS = 2;
+    // The buffer index restarts at 0 in every tile (`c % BUFFERS`), and each chunk waits only until
+    // one store group is left pending (tma_store_wait_read<BUFFERS - 1>). That protects a buffer
+    // from the store that last read it only if that store is the one before last, across tiles too:
+    // so every tile must store an even number of chunks (with one chunk, tile t+1 would overwrite
+    // buffer 0 while tile t's store from it may still be reading).
+    static_assert((TILE_N / BOX_COLUMNS) % BUFFERS == 0,
+                  "store_c_f32: the staging buffers alternate across tiles only if a tile stores an even number "
+                  "of 32-column chunks");
     if (use_tma_store) {
         const u32 staging_address = smem_address(staging);
         #pragma unroll

@@ -25,6 +25,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("mx.cuh", include_str!("../cuda/mx.cuh")),
     ("epilogue.cuh", include_str!("../cuda/epilogue.cuh")),
     ("timeline.cuh", include_str!("../cuda/timeline.cuh")),
+    ("flag.cuh", include_str!("../cuda/flag.cuh")),
 ];
 
 /// What NVRTC needs of a kernel file: the path its messages name, its text, and the compile-time

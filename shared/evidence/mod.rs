@@ -6,8 +6,10 @@
 //!   algorithm must move at the least (A and B read once, C written once), the block size, and the
 //!   theoretical occupancy the driver's occupancy calculator gives for the loaded function.
 //! - **ncu** (`stepNN --profile`, `ladder --profile`, where Nsight Compute is installed): the program
-//!   re-runs itself under `ncu` for the step's kernel alone (one launch, clocks left alone), reads
-//!   ncu's raw CSV page and keeps a fixed set of counters ([`QUANTITIES`]) and the top stall reasons.
+//!   re-runs itself under `ncu` for the step's kernel alone (one launch; clocks left alone, or locked
+//!   to base with `--clock-control base`), reads ncu's raw CSV page and keeps a fixed set of counters
+//!   ([`QUANTITIES`]) and the top stall reasons; then the same for cuBLAS bf16's kernel at the same
+//!   shape, with the same settings, kept beside them as the yardstick.
 //!
 //! Counter names change between Nsight Compute versions and GPU families; [`QUANTITIES`] is the one
 //! table that maps what the book shows to the names ncu may use for it, in order of preference.
@@ -56,6 +58,12 @@ pub const QUANTITIES: &[Quantity] = &[
         label: "kernel time under ncu",
         unit: Unit::Nanoseconds,
         candidates: &["gpu__time_duration.sum"],
+    },
+    Quantity {
+        key: "cycles_elapsed",
+        label: "cycles elapsed (the slowest GPC's)",
+        unit: Unit::Count,
+        candidates: &["gpc__cycles_elapsed.max"],
     },
     Quantity {
         key: "sm_clock_hz",
@@ -146,6 +154,15 @@ pub const QUANTITIES: &[Quantity] = &[
         ],
     },
     Quantity {
+        key: "tensor_pipe_elapsed_pct",
+        label: "tensor pipe busy (% of elapsed cycles)",
+        unit: Unit::Percent,
+        candidates: &[
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+            "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        ],
+    },
+    Quantity {
         key: "fma_pipe_pct",
         label: "FMA pipe busy (% of active cycles)",
         unit: Unit::Percent,
@@ -225,32 +242,48 @@ fn version_key(ncu: &Path) -> Vec<u64> {
 // The child: what runs under ncu
 
 /// The environment variable that turns a `stepNN` or `ladder` process into the profiled child:
-/// `<step>:<M>:<N>:<K>:<seed>`.
+/// `<step>:<M>:<N>:<K>:<seed>`, or `cublas:<M>:<N>:<K>:<seed>` for cuBLAS bf16's GEMM.
 pub const CHILD_ENV: &str = "GEMM_LADDER_PROFILE_CHILD";
+
+/// Whose kernel the child launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildSubject {
+    /// A step's own kernel.
+    Step(u8),
+    /// cuBLAS bf16's GEMM (what every step is timed against), on the same inputs.
+    CublasBf16,
+}
 
 /// What the child is asked to launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChildRequest {
-    pub step: u8,
+    pub subject: ChildSubject,
     pub shape: Shape,
     pub seed: u64,
 }
 
 impl ChildRequest {
     pub fn encode(&self) -> String {
+        let subject = match self.subject {
+            ChildSubject::Step(step) => step.to_string(),
+            ChildSubject::CublasBf16 => "cublas".to_string(),
+        };
         format!(
-            "{}:{}:{}:{}:{}",
-            self.step, self.shape.m, self.shape.n, self.shape.k, self.seed
+            "{subject}:{}:{}:{}:{}",
+            self.shape.m, self.shape.n, self.shape.k, self.seed
         )
     }
 
     pub fn decode(text: &str) -> Option<ChildRequest> {
         let parts: Vec<&str> = text.split(':').collect();
-        let [step, m, n, k, seed] = parts.as_slice() else {
+        let [subject, m, n, k, seed] = parts.as_slice() else {
             return None;
         };
         Some(ChildRequest {
-            step: step.parse().ok()?,
+            subject: match *subject {
+                "cublas" => ChildSubject::CublasBf16,
+                step => ChildSubject::Step(step.parse().ok()?),
+            },
             shape: Shape::new(m.parse().ok()?, n.parse().ok()?, k.parse().ok()?),
             seed: seed.parse().ok()?,
         })
@@ -258,11 +291,14 @@ impl ChildRequest {
 }
 
 /// In a process started by [`profile_records`] under ncu: loads the step and launches its kernel once
-/// (nothing else: no predecessor, no cuBLAS, no timing), and returns `Some`. Otherwise `None`.
+/// (nothing else: no predecessor, no cuBLAS, no timing), or launches cuBLAS bf16's GEMM once, and
+/// returns `Some`. Otherwise `None`.
 pub fn child_main_if_requested() -> Option<Result<()>> {
     let text = std::env::var(CHILD_ENV).ok()?;
     Some(match ChildRequest::decode(&text) {
-        None => Err(Error::Usage(format!("{CHILD_ENV}={text}: expected step:M:N:K:seed"))),
+        None => Err(Error::Usage(format!(
+            "{CHILD_ENV}={text}: expected step:M:N:K:seed or cublas:M:N:K:seed"
+        ))),
         Some(request) => run_child(request),
     })
 }
@@ -270,9 +306,17 @@ pub fn child_main_if_requested() -> Option<Result<()>> {
 fn run_child(request: ChildRequest) -> Result<()> {
     let gpu = Gpu::open()?;
     let mut session = crate::run::session::Session::new(gpu, request.shape, request.seed)?;
-    session.kernel(request.step)?;
-    session.launch(request.step, 0)?;
-    session.gpu.finish(&format!("step{:02} under ncu", request.step))
+    match request.subject {
+        ChildSubject::Step(step) => {
+            session.kernel(step)?;
+            session.launch(step, 0)?;
+            session.gpu.finish(&format!("step{step:02} under ncu"))
+        }
+        ChildSubject::CublasBf16 => {
+            session.launch_cublas_bf16(0)?;
+            session.gpu.finish("cuBLAS bf16 under ncu")
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -367,40 +411,51 @@ pub fn csv_number(text: &str) -> Option<f64> {
     cleaned.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// The metric columns of the first kernel row of ncu's `--csv --page raw` output (which may be mixed
-/// with ncu's `==PROF==` lines and the program's own output): metric name → value.
-pub fn parse_raw_csv(text: &str, kernel: &str) -> Option<BTreeMap<String, f64>> {
+/// Every kernel row of ncu's `--csv --page raw` output (which may be mixed with ncu's `==PROF==`
+/// lines and the program's own output), in order: the kernel's name (empty without that column) and
+/// its metric columns, metric name → value.
+pub fn parse_raw_csv_rows(text: &str) -> Vec<(String, BTreeMap<String, f64>)> {
     let mut lines = text.lines();
-    let header = loop {
-        let line = lines.next()?;
-        if line.starts_with("\"ID\"") {
-            break csv_fields(line);
-        }
+    let Some(header) = lines.by_ref().find(|l| l.starts_with("\"ID\"")).map(csv_fields) else {
+        return Vec::new();
     };
     let name_column = header.iter().position(|h| h == "Kernel Name");
-    for line in lines {
-        if !line.starts_with('"') {
-            continue;
-        }
-        let row = csv_fields(line);
+    lines
+        .filter(|line| line.starts_with('"'))
+        .map(csv_fields)
         // The units row has an empty ID.
-        if row.first().is_none_or(|id| id.trim().is_empty()) {
-            continue;
-        }
-        if let Some(column) = name_column {
-            if row.get(column).is_some_and(|n| !n.contains(kernel)) {
-                continue;
-            }
-        }
-        let values = header
-            .iter()
-            .zip(&row)
-            .filter(|(h, _)| h.contains("__"))
-            .filter_map(|(h, v)| csv_number(v).map(|v| (h.clone(), v)))
-            .collect();
-        return Some(values);
-    }
-    None
+        .filter(|row| row.first().is_some_and(|id| !id.trim().is_empty()))
+        .map(|row| {
+            let name = name_column.and_then(|c| row.get(c)).cloned().unwrap_or_default();
+            let values = header
+                .iter()
+                .zip(&row)
+                .filter(|(h, _)| h.contains("__"))
+                .filter_map(|(h, v)| csv_number(v).map(|v| (h.clone(), v)))
+                .collect();
+            (name, values)
+        })
+        .collect()
+}
+
+/// The metric columns of the first row of a kernel whose name contains `kernel`, from ncu's raw
+/// CSV page ([`parse_raw_csv_rows`]): metric name → value.
+pub fn parse_raw_csv(text: &str, kernel: &str) -> Option<BTreeMap<String, f64>> {
+    parse_raw_csv_rows(text)
+        .into_iter()
+        .find(|(name, _)| name.is_empty() || name.contains(kernel))
+        .map(|(_, values)| values)
+}
+
+/// Of the kernels a run launched, the one that took longest under ncu (`gpu__time_duration.sum`):
+/// cuBLAS's GEMM, of whatever it launches for one GEMM (a split-K reduction after it, say). On a tie
+/// or without times, the first.
+pub fn longest_kernel(rows: Vec<(String, BTreeMap<String, f64>)>) -> Option<(String, BTreeMap<String, f64>)> {
+    let time = |values: &BTreeMap<String, f64>| values.get("gpu__time_duration.sum").copied().unwrap_or(0.0);
+    rows.into_iter()
+        .enumerate()
+        .max_by(|(i, (_, a)), (j, (_, b))| time(a).total_cmp(&time(b)).then(j.cmp(i)))
+        .map(|(_, row)| row)
 }
 
 /// The counters of [`QUANTITIES`] and the top stall reasons, from one kernel's metric columns.
@@ -431,6 +486,8 @@ pub fn counters_from(raw: &BTreeMap<String, f64>, tool: &str) -> NcuCounters {
         values,
         metrics,
         stalls,
+        kernel: None,
+        clock_control: None,
     }
 }
 
@@ -445,23 +502,46 @@ pub fn rejected_metrics(output: &str, requested: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Runs the step's kernel once under ncu, in a child of this program, and reads its counters.
-pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: &str) -> Result<NcuCounters> {
+/// ncu's `--clock-control` for `--profile`: the clocks the counters are measured at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ClockControl {
+    /// The GPU's own clocks (boost, power limit), as the timed runs see them.
+    #[default]
+    None,
+    /// Locked to the base clock: cycles that compare across runs, kernels and GPUs of a kind.
+    Base,
+}
+
+impl ClockControl {
+    /// The value of ncu's `--clock-control`, and of the record's `clock_control`.
+    pub fn ncu_value(&self) -> &'static str {
+        match self {
+            ClockControl::None => "none",
+            ClockControl::Base => "base",
+        }
+    }
+}
+
+/// Kernels ncu profiles in the cuBLAS child: every kernel its one GEMM launches (there are few).
+const CUBLAS_LAUNCHES: &str = "16";
+
+/// Runs the child's kernel under ncu with `clock` and reads its counters: for a step, its kernel
+/// `kernel` once; for cuBLAS (`kernel` is `None`: the program does not choose its name), every
+/// kernel of its one GEMM, keeping the longest ([`longest_kernel`]).
+pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: Option<&str>, clock: ClockControl) -> Result<NcuCounters> {
     let exe = std::env::current_exe().map_err(Error::io("finding this program's path"))?;
     let available = available_metrics(ncu);
     let tool = ncu_version(ncu);
+    let which: Vec<&str> = match kernel {
+        Some(kernel) => vec!["--kernel-name", kernel, "--launch-count", "1"],
+        None => vec!["--launch-count", CUBLAS_LAUNCHES],
+    };
     for _attempt in 0..6 {
         let missing = MISSING.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let metrics = metrics_to_request(&available, &missing);
         let output = Command::new(ncu)
-            .args([
-                "--kernel-name",
-                kernel,
-                "--launch-count",
-                "1",
-                "--clock-control",
-                "none",
-            ])
+            .args(&which)
+            .args(["--clock-control", clock.ncu_value()])
             .args(["--csv", "--page", "raw", "--print-units", "base"])
             .args(["--section", "WarpStateStats", "--metrics", &metrics.join(",")])
             .arg(&exe)
@@ -470,8 +550,15 @@ pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: &str) -> Result<NcuCou
             .map_err(Error::io(format!("running {}", ncu.display())))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        if let Some(raw) = parse_raw_csv(&stdout, kernel) {
-            return Ok(counters_from(&raw, &tool));
+        let found = match kernel {
+            Some(kernel) => parse_raw_csv(&stdout, kernel).map(|raw| (kernel.to_string(), raw)),
+            None => longest_kernel(parse_raw_csv_rows(&stdout)),
+        };
+        if let Some((name, raw)) = found {
+            let mut counters = counters_from(&raw, &tool);
+            counters.kernel = (!name.is_empty()).then_some(name);
+            counters.clock_control = Some(clock.ncu_value().to_string());
+            return Ok(counters);
         }
         let all = format!("{stdout}\n{stderr}");
         let rejected = rejected_metrics(&all, &metrics);
@@ -491,8 +578,10 @@ pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: &str) -> Result<NcuCou
 }
 
 /// `--profile`: adds ncu's counters to each record's `profile` (which already holds the computed
-/// figures), or says in one line why it cannot and leaves the computed evidence marked as such.
-pub fn profile_records(records: &mut [StepRecord], seed: u64) {
+/// figures), and cuBLAS bf16's at the record's shape beside them (profiled once per shape), both
+/// measured with `clock`; or says in one line why it cannot and leaves the computed evidence marked
+/// as such.
+pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockControl) {
     let Some(ncu) = find_ncu() else {
         println!("--profile: Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute: recording the computed evidence only");
         for r in records.iter_mut() {
@@ -502,9 +591,10 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64) {
         }
         return;
     };
+    let mut cublas_by_shape: Vec<(Shape, Option<NcuCounters>)> = Vec::new();
     for record in records.iter_mut() {
         let request = ChildRequest {
-            step: record.step,
+            subject: ChildSubject::Step(record.step),
             shape: record.shape,
             seed,
         };
@@ -514,18 +604,20 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64) {
             .map(|k| k.entry)
             .unwrap_or("gemm");
         println!(
-            "profiling {} {} under {} ...",
+            "profiling {} {} under {} (clock control {}) ...",
             record.step_id(),
             record.shape,
-            ncu.display()
+            ncu.display(),
+            clock.ncu_value()
         );
         let profile = record.profile.get_or_insert_with(|| Profile {
             source: ProfileSource::Computed,
             note: None,
             computed: computed_for_shape(record.shape),
             ncu: None,
+            cublas_ncu: None,
         });
-        match run_ncu(&ncu, request, kernel) {
+        match run_ncu(&ncu, request, Some(kernel), clock) {
             Ok(counters) => {
                 profile.source = ProfileSource::Ncu;
                 profile.note = None;
@@ -535,8 +627,36 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64) {
             Err(e) => {
                 println!("  {e}: recording the computed evidence only");
                 profile.note = Some(e.to_string());
+                continue;
             }
         }
+        let known = cublas_by_shape.iter().find(|(s, _)| *s == record.shape);
+        let cublas = match known {
+            Some((_, counters)) => counters.clone(),
+            None => {
+                let request = ChildRequest {
+                    subject: ChildSubject::CublasBf16,
+                    ..request
+                };
+                let counters = match run_ncu(&ncu, request, None, clock) {
+                    Ok(counters) => {
+                        println!(
+                            "  cuBLAS bf16 ({}): {}",
+                            counters.kernel.as_deref().unwrap_or("its kernel"),
+                            summary_line(profile.computed.compulsory_bytes(), &counters)
+                        );
+                        Some(counters)
+                    }
+                    Err(e) => {
+                        println!("  cuBLAS bf16: {e}: recorded without it");
+                        None
+                    }
+                };
+                cublas_by_shape.push((record.shape, counters.clone()));
+                counters
+            }
+        };
+        profile.cublas_ncu = cublas;
     }
 }
 
@@ -559,6 +679,9 @@ pub fn summary_line(compulsory_bytes: u64, c: &NcuCounters) -> String {
     }
     if let Some(v) = c.get("tensor_pipe_pct") {
         parts.push(format!("tensor pipe {v:.0}%"));
+    }
+    if let Some(v) = c.get("cycles_elapsed") {
+        parts.push(format!("{:.3} M cycles", v / 1e6));
     }
     if let Some(s) = c.stalls.first() {
         parts.push(format!("top stall {}", s.reason));
@@ -655,12 +778,87 @@ mod tests {
     #[test]
     fn child_requests_round_trip() {
         let r = ChildRequest {
-            step: 8,
+            subject: ChildSubject::Step(8),
             shape: Shape::new(4096, 2048, 1024),
             seed: 77,
         };
+        assert_eq!(r.encode(), "8:4096:2048:1024:77");
         assert_eq!(ChildRequest::decode(&r.encode()), Some(r));
+        let cublas = ChildRequest {
+            subject: ChildSubject::CublasBf16,
+            ..r
+        };
+        assert_eq!(cublas.encode(), "cublas:4096:2048:1024:77");
+        assert_eq!(ChildRequest::decode(&cublas.encode()), Some(cublas));
         assert_eq!(ChildRequest::decode("8:1:2"), None);
+        assert_eq!(ChildRequest::decode("cuBLAS:1:2:3:4"), None);
+    }
+
+    /// ncu's raw page for the cuBLAS child at 4096³, clocks locked: cuBLAS's GEMM and a short
+    /// kernel after it, each with the cycles and the tensor pipe's share of the elapsed cycles.
+    const CUBLAS_RAW: &str = r#"==PROF== Connected to process 5151 (/work/.bin/step10)
+==PROF== Profiling "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN" - 0: 0%....50%....100% - 14 passes
+==PROF== Profiling "splitKreduce_kernel" - 1: 0%....50%....100% - 14 passes
+==PROF== Disconnected from process 5151
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpc__cycles_elapsed.max","gpu__time_duration.sum","sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed","dram__bytes_read.sum"
+"","","","","","","","","","","","cycle","ns","%","byte"
+"0","5151","step10","h200","nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","248,512","225,120","71.5","100,663,296"
+"1","5151","step10","h200","splitKreduce_kernel","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0","4,100","3,200","0","33,554,432"
+"#;
+
+    #[test]
+    fn the_cublas_child_s_gemm_is_its_longest_kernel() {
+        let rows = parse_raw_csv_rows(CUBLAS_RAW);
+        assert_eq!(rows.len(), 2);
+        let (name, raw) = longest_kernel(rows).unwrap();
+        assert_eq!(name, "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN");
+        let c = counters_from(&raw, "Version 2025.3.1.0");
+        assert_eq!(c.get("cycles_elapsed"), Some(248_512.0));
+        assert_eq!(c.get("tensor_pipe_elapsed_pct"), Some(71.5));
+        assert_eq!(
+            c.metrics["tensor_pipe_elapsed_pct"],
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+        );
+        assert_eq!(c.get("duration_ns"), Some(225_120.0));
+        assert!(
+            summary_line(100 << 20, &c).contains("0.249 M cycles"),
+            "{}",
+            summary_line(100 << 20, &c)
+        );
+        // The step's page parses as before, by its kernel's name; no rows, no kernel.
+        assert_eq!(parse_raw_csv_rows(RAW).len(), 1);
+        assert!(longest_kernel(parse_raw_csv_rows("==PROF== nothing profiled\n")).is_none());
+        // Without times, the first.
+        let untimed = vec![("a".to_string(), BTreeMap::new()), ("b".to_string(), BTreeMap::new())];
+        assert_eq!(longest_kernel(untimed).unwrap().0, "a");
+    }
+
+    #[test]
+    fn counters_say_their_clock_control_and_old_records_load_without_it() {
+        let c = counters_from(&parse_raw_csv(RAW, "gemm").unwrap(), "Version 2025.3.1.0");
+        assert_eq!((c.kernel.as_deref(), c.clock_control()), (None, "none"));
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(
+            !json.contains("clock_control") && !json.contains("\"kernel\""),
+            "{json}"
+        );
+        let old: NcuCounters = serde_json::from_str(
+            r#"{"tool":"Version 2025.3.1.0","values":{"duration_ns":1.0},"metrics":{},"stalls":[]}"#,
+        )
+        .unwrap();
+        assert_eq!((old.kernel.as_deref(), old.clock_control()), (None, "none"));
+        let locked = NcuCounters {
+            clock_control: Some(ClockControl::Base.ncu_value().into()),
+            ..old
+        };
+        let back: NcuCounters = serde_json::from_str(&serde_json::to_string(&locked).unwrap()).unwrap();
+        assert_eq!(back.clock_control(), "base");
+        // A profile from before cuBLAS was profiled beside the step loads, without it.
+        let profile: Profile = serde_json::from_str(
+            r#"{"source":"computed","computed":{"flops":1.0,"bytes_a":1,"bytes_b":1,"bytes_c":1,"block_threads":null,"blocks_per_sm":null,"theoretical_occupancy":null}}"#,
+        )
+        .unwrap();
+        assert!(profile.cublas_ncu.is_none() && profile.ncu.is_none());
     }
 
     #[test]

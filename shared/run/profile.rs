@@ -32,6 +32,11 @@ pub struct Profile {
     pub computed: Computed,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ncu: Option<NcuCounters>,
+    /// cuBLAS bf16's kernel at the same shape, profiled with the same Nsight Compute settings (the
+    /// yardstick beside the step's counters). Absent in records from before it and where it could
+    /// not be profiled; written only when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cublas_ncu: Option<NcuCounters>,
 }
 
 /// What the program knows about a run without a profiler.
@@ -81,11 +86,26 @@ pub struct NcuCounters {
     pub metrics: BTreeMap<String, String>,
     /// The largest stall reasons, most first: warps stalled per issued instruction.
     pub stalls: Vec<Stall>,
+    /// The kernel profiled, as ncu names it (kept for cuBLAS's, whose name the program does not
+    /// choose). Absent in records from before it; written only when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// ncu's `--clock-control` for the run: `none` (the GPU's own clocks, boost and power limit
+    /// included) or `base` (locked to the base clock, so cycles compare across runs). Absent in
+    /// records from before it, which were all profiled with `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_control: Option<String>,
 }
 
 impl NcuCounters {
     pub fn get(&self, key: &str) -> Option<f64> {
         self.values.get(key).copied()
+    }
+
+    /// The `--clock-control` the counters were measured with (`none` for records from before it
+    /// was kept).
+    pub fn clock_control(&self) -> &str {
+        self.clock_control.as_deref().unwrap_or("none")
     }
 }
 

@@ -251,6 +251,10 @@ pub struct Launch {
     pub config: LaunchConfig,
     /// Blocks per cluster along (x, y, z); the grid must be a whole number of clusters.
     pub cluster: (u32, u32, u32),
+    /// A cooperative launch: the driver starts the grid only if every block of it can be resident
+    /// at once, and refuses it otherwise (a kernel whose blocks wait for each other, as step 10's
+    /// stream-K fixup does, would otherwise hang when some of them cannot be scheduled).
+    pub cooperative: bool,
 }
 
 impl Launch {
@@ -259,6 +263,7 @@ impl Launch {
         Launch {
             config,
             cluster: (1, 1, 1),
+            cooperative: false,
         }
     }
 
@@ -269,7 +274,19 @@ impl Launch {
         config.grid_dim.0 = config.grid_dim.0.next_multiple_of(cluster.0);
         config.grid_dim.1 = config.grid_dim.1.next_multiple_of(cluster.1);
         config.grid_dim.2 = config.grid_dim.2.next_multiple_of(cluster.2);
-        Launch { config, cluster }
+        Launch {
+            config,
+            cluster,
+            cooperative: false,
+        }
+    }
+
+    /// The same launch, cooperative: all of its blocks resident at once, or refused by the driver.
+    pub fn co_resident(self) -> Launch {
+        Launch {
+            cooperative: true,
+            ..self
+        }
     }
 
     fn cluster_size(&self) -> u32 {
@@ -340,6 +357,8 @@ pub fn launch_maps_then(
 ) -> Result<()> {
     let (m, n, k) = (ops.shape.m as i32, ops.shape.n as i32, ops.shape.k as i32);
     if launch.cluster_size() == 1 {
+        // Without clusters cudarc's builder launches, cooperatively when asked
+        // (`cuLaunchCooperativeKernel`).
         let mut args = stream.launch_builder(function);
         for map in maps {
             args.arg(map);
@@ -353,9 +372,20 @@ pub fn launch_maps_then(
         }
         // SAFETY: the caller's kernel takes exactly these parameters in this order; the maps and the
         // pointers describe buffers of the sizes `ops.shape` implies.
-        return unsafe { args.launch(launch.config) }
-            .map(|_| ())
-            .map_err(Error::cuda("launching a kernel"));
+        let launched = unsafe {
+            if launch.cooperative {
+                args.launch_cooperative(launch.config)
+            } else {
+                args.launch(launch.config)
+            }
+        };
+        return match launched {
+            Ok(_) => Ok(()),
+            Err(cudarc::driver::DriverError(status)) if is_too_large_to_co_reside(status) => {
+                Err(Error::Other(launch.refusal_to_co_reside(status)))
+            }
+            Err(e) => Err(Error::cuda("launching a kernel")(e)),
+        };
     }
     // The driver reads each parameter through a pointer to its value, in signature order.
     let mut params: Vec<*mut c_void> = maps.iter().map(|map| map as *const TensorMap as *mut c_void).collect();
@@ -374,7 +404,8 @@ pub fn launch_maps_then(
 
 impl Launch {
     /// Calls `f` with the driver's form of this launch: a `CUlaunchConfig` on `stream` carrying the
-    /// cluster-dimension attribute (both live until `f` returns).
+    /// cluster-dimension attribute, and the cooperative one for a cooperative launch (all live until
+    /// `f` returns).
     fn with_driver_config<T>(
         &self,
         stream: &CudaStream,
@@ -382,13 +413,21 @@ impl Launch {
     ) -> T {
         use cudarc::driver::sys;
         let (x, y, z) = self.cluster;
-        let mut attribute = sys::CUlaunchAttribute {
-            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-            pad: [0; 4],
-            value: sys::CUlaunchAttributeValue {
-                clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
+        let mut attributes = [
+            sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue {
+                    clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
+                },
             },
-        };
+            sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue { cooperative: 1 },
+            },
+        ];
+        let attribute_count = if self.cooperative { 2 } else { 1 };
         let c = &self.config;
         let config = sys::CUlaunchConfig {
             gridDimX: c.grid_dim.0,
@@ -399,8 +438,8 @@ impl Launch {
             blockDimZ: c.block_dim.2,
             sharedMemBytes: c.shared_mem_bytes,
             hStream: stream.cu_stream(),
-            attrs: &mut attribute,
-            numAttrs: 1,
+            attrs: attributes.as_mut_ptr(),
+            numAttrs: attribute_count,
         };
         f(&config)
     }
@@ -413,32 +452,61 @@ impl Launch {
             self.config.block_dim.0, self.config.shared_mem_bytes
         )
     }
+
+    /// The one-line refusal of a cooperative launch whose blocks cannot all be resident at once.
+    fn refusal_to_co_reside(&self, status: cudarc::driver::sys::CUresult) -> String {
+        let (x, y, z) = self.cluster;
+        let c = &self.config;
+        format!(
+            "the GPU cannot hold all {} blocks of this grid at once (clusters of {x}×{y}×{z} blocks of {} threads, {} bytes of shared memory each), which its blocks' waits for each other need: refused instead of hanging ({status:?})",
+            c.grid_dim.0 * c.grid_dim.1 * c.grid_dim.2,
+            c.block_dim.0,
+            c.shared_mem_bytes
+        )
+    }
 }
 
-/// What launches chose per shape, as they told it (step 10: its tile and decomposition).
-static PLANS: std::sync::Mutex<Vec<(Shape, String)>> = std::sync::Mutex::new(Vec::new());
+/// Whether the driver refused a launch because its blocks cannot all be resident at once (for a
+/// cooperative launch, that is what the driver answers: the grid is larger than the GPU holds).
+fn is_too_large_to_co_reside(status: cudarc::driver::sys::CUresult) -> bool {
+    status == cudarc::driver::sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+}
 
-/// A step's launch says what it chose for `shape`: printed the first time, and kept for the record
-/// of the run ([`plan_for`]).
-pub fn tell_plan(shape: Shape, plan: String) {
+/// What a step's launch chose for a shape, as it told it ([`tell_plan`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// One line for the console and the record: `step 10 at 1024x1024x1024: 128×64 blocks …`.
+    pub text: String,
+    /// For a persistent launch, the grid of the kernel it chose: its blocks per cluster and how many
+    /// of its clusters the driver said fit at once. The record keeps this rather than the answer for
+    /// the step's own compilation, which may not be the kernel that ran.
+    pub clusters_fit: Option<crate::run::profile::ClustersFit>,
+}
+
+/// What launches chose per step and shape, as they told it (step 10: its tile and decomposition).
+static PLANS: std::sync::Mutex<Vec<((u8, Shape), Plan)>> = std::sync::Mutex::new(Vec::new());
+
+/// Step `step`'s launch says what it chose for `shape`: printed the first time, and kept for the
+/// record of the run ([`plan_for`]).
+pub fn tell_plan(step: u8, shape: Shape, plan: Plan) {
     let mut plans = PLANS.lock().unwrap_or_else(|e| e.into_inner());
-    match plans.iter_mut().find(|(s, _)| *s == shape) {
+    match plans.iter_mut().find(|(told, _)| *told == (step, shape)) {
         Some((_, known)) if *known == plan => {}
         Some((_, known)) => *known = plan,
         None => {
-            eprintln!("{plan}");
-            plans.push((shape, plan));
+            eprintln!("{}", plan.text);
+            plans.push(((step, shape), plan));
         }
     }
 }
 
-/// What the step's launch last told for `shape`, if it tells anything.
-pub fn plan_for(shape: Shape) -> Option<String> {
+/// What step `step`'s launch last told for `shape`, if it tells anything.
+pub fn plan_for(step: u8, shape: Shape) -> Option<Plan> {
     PLANS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .find(|(s, _)| *s == shape)
+        .find(|(told, _)| *told == (step, shape))
         .map(|(_, p)| p.clone())
 }
 
@@ -583,8 +651,9 @@ pub fn persistent_launch(
     Ok(Launch::clustered(config, cluster))
 }
 
-/// `cuLaunchKernelEx` with the cluster-dimension attribute. A device or kernel that cannot run a
-/// cluster of this size answers with an error, turned into one line that says so.
+/// `cuLaunchKernelEx` with the cluster-dimension attribute (and the cooperative one for a
+/// cooperative launch). A device or kernel that cannot run a cluster of this size, or a cooperative
+/// grid larger than the GPU holds at once, answers with an error, turned into one line that says so.
 ///
 /// # Safety
 /// `params` must match the kernel's parameter list.
@@ -610,6 +679,9 @@ unsafe fn launch_ex(
     });
     match status {
         sys::CUresult::CUDA_SUCCESS => Ok(()),
+        status if launch.cooperative && is_too_large_to_co_reside(status) => {
+            Err(Error::Other(launch.refusal_to_co_reside(status)))
+        }
         sys::CUresult::CUDA_ERROR_INVALID_CLUSTER_SIZE | sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
             Err(Error::Other(format!("{} ({status:?})", launch.refusal("launch"))))
         }

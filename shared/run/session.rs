@@ -554,6 +554,13 @@ impl Session {
             })
             .collect();
         let kernel = &self.kernels[&id];
+        // What the step's launch chose at this shape (step 10: the tile), and the grid of the
+        // kernel that ran, which the driver's answer for the step's own compilation may not be.
+        let plan = crate::run::registry::plan_for(id, self.shape);
+        let mut computed = crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape);
+        if let Some(fit) = plan.as_ref().and_then(|p| p.clusters_fit) {
+            computed.clusters_fit = Some(fit);
+        }
         let record = StepRecord {
             step: id,
             name: kernel.step.name.to_string(),
@@ -582,11 +589,12 @@ impl Session {
             profile: Some(crate::run::profile::Profile {
                 source: crate::run::profile::ProfileSource::Computed,
                 note: None,
-                computed: crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape),
+                computed,
                 ncu: None,
+                cublas_ncu: None,
             }),
             mx,
-            plan: crate::run::registry::plan_for(self.shape),
+            plan: plan.map(|p| p.text),
             alternatives: alternative_records,
         };
         Ok(StepOutcome {

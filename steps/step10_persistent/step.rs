@@ -15,7 +15,7 @@ use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
     launch_maps_then, launch_with_maps_in, persistent_launch, tell_plan, Alternative, Format, GemmOperands, KernelFile,
-    Step, Targets,
+    Plan, Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -24,8 +24,9 @@ mod hopper {
     use super::*;
     use crate::encoding::tma::TensorMap;
     use crate::error::Error;
+    use cudarc::driver::{CudaSlice, DevicePtr};
     use std::sync::atomic::{AtomicU32, Ordering};
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
     pub const BM: u32 = 128;
@@ -298,7 +299,7 @@ mod hopper {
                 dp_tiles: tiles,
                 sk_clusters: 0,
             };
-            let sk_tiles = tiles % fit;
+            let sk_tiles = tiles % fit.max(1);
             if !stream_k || sk_tiles == 0 {
                 return data_parallel;
             }
@@ -377,19 +378,22 @@ mod hopper {
     // ANCHOR: choice
     /// The tile shape for `shape`: the one whose decomposition over the clusters that fit (`fits[i]`
     /// for `TILES[i]`, asked of the driver) has the least modelled time, K tiles × cycles a K tile;
-    /// on a tie, the earlier in the list.
-    pub fn choose_tile(shape: crate::check::problem::Shape, fits: [u32; 6]) -> (usize, Decomposition) {
+    /// on a tie, the earlier in the list. A tile of which no cluster fits (0) is never chosen; `None`
+    /// if none fits.
+    pub fn choose_tile(shape: crate::check::problem::Shape, fits: [u32; 6]) -> Option<(usize, Decomposition)> {
         let k_tiles = shape.k.div_ceil(BK as usize) as u32;
-        let plans = TILES.iter().zip(fits).map(|(t, fit)| {
-            let tiles = shape.tiles(t.cluster_m * BM, t.cluster_n * t.bn) as u32;
-            Decomposition::choose(tiles, k_tiles, fit, true)
-        });
-        let costed: Vec<(u64, Decomposition)> = plans
+        TILES
+            .iter()
+            .zip(fits)
             .enumerate()
-            .map(|(i, d)| (d.modelled_k_tiles() * k_tile_cycles(TILES[i]), d))
-            .collect();
-        let best = (0..TILES.len()).min_by_key(|&i| (costed[i].0, i)).unwrap_or(0);
-        (best, costed[best].1)
+            .filter(|(_, (_, fit))| *fit > 0)
+            .map(|(i, (t, fit))| {
+                let tiles = shape.tiles(t.cluster_m * BM, t.cluster_n * t.bn) as u32;
+                let d = Decomposition::choose(tiles, k_tiles, fit, true);
+                ((d.modelled_k_tiles() * k_tile_cycles(*t), i), d)
+            })
+            .min_by_key(|(cost_then_place, _)| *cost_then_place)
+            .map(|((_, i), d)| (i, d))
     }
     // ANCHOR_END: choice
 
@@ -397,13 +401,10 @@ mod hopper {
     /// The stream-K workspace: one flag per consumer warpgroup of every block, then a 128×BN fp32
     /// partial tile per block (128 KiB for the default tile). Allocated on first need and kept; grown,
     /// never shrunk. The flags come first, at fixed places, so a launch of another tile shape finds
-    /// only flags there (raised to older epochs), never partial sums.
-    struct Workspace {
-        context: usize,
-        bytes: u64,
-        base: u64,
-    }
-    static WORKSPACE: Mutex<Option<Workspace>> = Mutex::new(None);
+    /// only flags there (raised to older epochs), never partial sums. The memory is a `CudaSlice`,
+    /// which holds its context: it is freed in that context, and the context lives as long as it
+    /// does, so the cache (keyed by the context's identity) never hands out freed memory.
+    static WORKSPACE: Mutex<Option<CudaSlice<u8>>> = Mutex::new(None);
     /// Each launch raises its flags to a new value, so they never need clearing.
     static EPOCH: AtomicU32 = AtomicU32::new(0);
     /// Room for the flags of 1024 blocks.
@@ -411,37 +412,33 @@ mod hopper {
 
     /// The partials' and the flags' addresses for `blocks` blocks of a tile `bn` columns wide.
     fn workspace(stream: &CudaStream, blocks: u32, bn: u32) -> Result<(u64, u64)> {
-        use cudarc::driver::result;
         if blocks as u64 * CONSUMERS as u64 * 4 > FLAG_BYTES {
             return Err(Error::Other(format!(
                 "step 10's stream-K workspace has flags for 1024 blocks, not {blocks}"
             )));
         }
-        let context = stream.context().cu_ctx() as usize;
         let bytes = FLAG_BYTES + blocks as u64 * (BM * bn * 4) as u64;
         let mut held = WORKSPACE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(w) = held.as_ref().filter(|w| w.context == context && w.bytes >= bytes) {
-            return Ok((w.base + FLAG_BYTES, w.base));
-        }
-        stream.synchronize().map_err(Error::cuda("waiting for the GPU"))?;
-        stream
-            .context()
-            .bind_to_thread()
-            .map_err(Error::cuda("binding the context"))?;
-        // SAFETY: the context is current (the stream's launches bind it); the old workspace is no
-        // longer in use once the stream is idle; the new one is zeroed before any kernel sees it.
-        let base = unsafe {
-            if let Some(old) = held.take() {
-                result::free_sync(old.base).map_err(Error::cuda("freeing the stream-K workspace"))?;
+        let memory = match held.as_mut() {
+            Some(w) if Arc::ptr_eq(w.context(), stream.context()) && w.len() as u64 >= bytes => w,
+            _ => {
+                // The old workspace (of this context or another) is freed in its own context, after
+                // this stream's launches that may use it have finished.
+                stream.synchronize().map_err(Error::cuda("waiting for the GPU"))?;
+                *held = None;
+                // Allocated and zeroed on the context's own stream, and finished before any kernel
+                // of any stream sees it.
+                let on = stream.context().default_stream();
+                let fresh = on.alloc_zeros::<u8>(bytes as usize).map_err(Error::cuda(format!(
+                    "step 10's stream-K workspace ({} MiB for {blocks} blocks) does not fit in the GPU's free memory",
+                    bytes.div_ceil(1 << 20)
+                )))?;
+                on.synchronize()
+                    .map_err(Error::cuda("clearing the stream-K workspace"))?;
+                held.insert(fresh)
             }
-            let base = result::malloc_sync(bytes as usize).map_err(Error::cuda(format!(
-                "step 10's stream-K workspace ({} MiB for {blocks} blocks) does not fit in the GPU's free memory",
-                bytes.div_ceil(1 << 20)
-            )))?;
-            result::memset_d8_sync(base, 0, bytes as usize).map_err(Error::cuda("clearing the stream-K workspace"))?;
-            base
         };
-        *held = Some(Workspace { context, bytes, base });
+        let (base, _recorded) = memory.device_ptr(stream);
         Ok((base + FLAG_BYTES, base))
     }
     // ANCHOR_END: workspace
@@ -468,21 +465,24 @@ mod hopper {
         Ok(([a_map, b_map, c_map], use_tma_store))
     }
 
-    /// Tells the harness the tile and decomposition chosen for a shape: printed, kept in the record.
-    fn announce(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition) {
+    /// Tells the harness the tile and decomposition chosen for a shape, and how many clusters of
+    /// that tile fit (`fit`): printed, kept in the record.
+    fn announce(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition, fit: u32) {
         let pairing = match (tile.cluster_m, tile.cluster_n) {
             (1, 1) => "on their own".to_string(),
             (m, 1) => format!("in clusters of {m} along M"),
             (_, n) => format!("in clusters of {n} along N"),
         };
-        tell_plan(
-            shape,
-            format!(
-                "step 10 at {shape}: {BM}×{} blocks {pairing}, {}",
-                tile.bn,
-                d.describe()
-            ),
+        let text = format!(
+            "step 10 at {shape}: {BM}×{} blocks {pairing}, {}",
+            tile.bn,
+            d.describe()
         );
+        let clusters_fit = Some(crate::run::profile::ClustersFit {
+            cluster_blocks: tile.blocks(),
+            clusters: fit,
+        });
+        tell_plan(super::STEP.id, shape, Plan { text, clusters_fit });
     }
 
     /// The tile chosen for `shape`, once per GPU context and shape: choosing loads every tile's
@@ -500,19 +500,30 @@ mod hopper {
         {
             return Ok(*best);
         }
+        // A tile the driver cannot place (no cluster of it fits, or its kernel does not load) is left
+        // out of the choice (0 clusters), so long as another tile fits.
         let mut fits = [0; 6];
+        let mut first_refusal = None;
         for (i, tile) in TILES.iter().enumerate() {
-            let f = if i == 0 {
-                func.clone()
-            } else {
-                crate::run::loader::function_in(stream, &TILE_KERNELS[i])?
-            };
             let smem = smem_bytes(tile.stages, C_BUFFERS, tile.bn);
-            let launch = persistent_launch(&f, stream, THREADS, smem, tile.blocks(), usize::MAX)?;
-            fits[i] = launch.config.grid_dim.0 / tile.blocks();
+            let fit = if i == 0 {
+                Ok(func.clone())
+            } else {
+                crate::run::loader::function_in(stream, &TILE_KERNELS[i])
+            }
+            .and_then(|f| persistent_launch(&f, stream, THREADS, smem, tile.blocks(), usize::MAX));
+            match fit {
+                Ok(launch) => fits[i] = launch.config.grid_dim.0 / tile.blocks(),
+                Err(e) => {
+                    first_refusal.get_or_insert(e);
+                }
+            }
         }
-        let (best, d) = choose_tile(shape, fits);
-        announce(shape, TILES[best], &d);
+        let Some((best, d)) = choose_tile(shape, fits) else {
+            return Err(first_refusal
+                .unwrap_or_else(|| Error::Other(format!("no tile of step 10 fits on this GPU at {shape}"))));
+        };
+        announce(shape, TILES[best], &d, fits[best]);
         CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).push((key, best));
         Ok(best)
     }
@@ -563,6 +574,9 @@ mod hopper {
         launch.config.grid_dim.0 = d.clusters * tile.blocks();
         // ANCHOR_END: grid
         let (partials, flags) = if d.sk_clusters > 0 {
+            // A stream-K finisher waits for the flags of later clusters, which must be running too:
+            // launched cooperatively, a grid the GPU cannot hold at once is refused, not left hanging.
+            launch = launch.co_resident();
             workspace(stream, d.clusters * tile.blocks(), tile.bn)?
         } else {
             (0, 0)
@@ -592,7 +606,7 @@ mod hopper {
         fn big_shapes_take_the_default_tile() {
             use crate::check::problem::Shape;
             for shape in [Shape::square(4096), Shape::square(8192), Shape::new(16384, 4096, 4096)] {
-                assert_eq!(choose_tile(shape, h100_fits()).0, 0, "{shape}");
+                assert_eq!(choose_tile(shape, h100_fits()).unwrap().0, 0, "{shape}");
             }
         }
 
@@ -602,14 +616,33 @@ mod hopper {
             // 1024³: 32 default tiles for 132 SMs, 16 K tiles each; 128 blocks of 128×64 keep 128 SMs
             // busy at 448 cycles a K tile instead of 32 at 1024 (on their own: a tie with the pairs
             // along N, which the list breaks).
-            let (i, d) = choose_tile(Shape::square(1024), h100_fits());
+            let (i, d) = choose_tile(Shape::square(1024), h100_fits()).unwrap();
             assert_eq!(
                 (TILES[i].bn, TILES[i].cluster_n, d.clusters * TILES[i].blocks()),
                 (64, 1, 128)
             );
             // 8192×128×8192: the default's 256 columns are half empty; 128 columns fill the tile.
-            let (i, _) = choose_tile(Shape::new(8192, 128, 8192), h100_fits());
+            let (i, _) = choose_tile(Shape::new(8192, 128, 8192), h100_fits()).unwrap();
             assert_eq!(TILES[i].bn, 128);
+        }
+
+        #[test]
+        fn a_tile_of_which_no_cluster_fits_is_never_chosen() {
+            use crate::check::problem::Shape;
+            // 1024³ takes 128×64 blocks on their own; where the driver places none of them (0), the
+            // next best that fits: the same blocks in pairs along N.
+            let mut fits = h100_fits();
+            fits[4] = 0;
+            let (i, d) = choose_tile(Shape::square(1024), fits).unwrap();
+            assert_eq!((i, d.clusters * TILES[i].blocks()), (5, 128));
+            // 4096³ with the default tile out: never the default, and a plan over clusters that fit.
+            let mut fits = h100_fits();
+            fits[0] = 0;
+            let (i, d) = choose_tile(Shape::square(4096), fits).unwrap();
+            assert!(i != 0 && d.clusters >= 1 && d.clusters <= fits[i], "{i} {d:?}");
+            // Nothing fits: no choice (the launch then reports why), and no division by zero.
+            assert_eq!(choose_tile(Shape::square(1024), [0; 6]), None);
+            assert_eq!(Decomposition::choose(16, 16, 0, true).sk_clusters, 0);
         }
 
         #[test]

@@ -91,12 +91,32 @@ pub const HUNG_WAIT_SECONDS: u64 = 1;
 /// tests/kernels/hung_wait.cu, built with `GEMM_LADDER_DEBUG_HANG` = [`HUNG_WAIT_SECONDS`]: a wait on a
 /// phase that never completes, through mbarrier_sm100.cuh. Launched like step01.
 pub fn hung_wait_kernel() -> &'static KernelFile {
+    hung_kernel(
+        "tests/kernels/hung_wait.cu",
+        include_str!("../kernels/hung_wait.cu"),
+        true,
+    )
+}
+
+/// tests/kernels/hung_flag.cu: a wait for a flag nobody raises, through flag.cuh; built with
+/// `GEMM_LADDER_DEBUG_HANG` = [`HUNG_WAIT_SECONDS`] when `bounded`. Launched like step01.
+pub fn hung_flag_kernel(bounded: bool) -> &'static KernelFile {
+    hung_kernel(
+        "tests/kernels/hung_flag.cu",
+        include_str!("../kernels/hung_flag.cu"),
+        bounded,
+    )
+}
+
+fn hung_kernel(path: &'static str, source: &'static str, bounded: bool) -> &'static KernelFile {
     let naive = &steps::step01_naive::STEP.kernels[0];
     let mut defines = naive.defines.to_vec();
-    defines.push(("GEMM_LADDER_DEBUG_HANG", HUNG_WAIT_SECONDS));
+    if bounded {
+        defines.push(("GEMM_LADDER_DEBUG_HANG", HUNG_WAIT_SECONDS));
+    }
     Box::leak(Box::new(KernelFile {
-        path: "tests/kernels/hung_wait.cu",
-        source: include_str!("../kernels/hung_wait.cu"),
+        path,
+        source,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: Box::leak(defines.into_boxed_slice()),
