@@ -52,7 +52,11 @@ fn compile_and_assemble(file: &KernelFile, arch: Arch) -> bool {
                     assert_eq!(report.spill_bytes, *bytes, "{} on {arch}: spills changed", file.path)
                 }
                 None => {
-                    assert_eq!(report.spill_bytes, 0, "{} spills to local memory on {arch}", file.path);
+                    assert_eq!(
+                        report.spill_bytes, 0,
+                        "{} ({:?}) spills to local memory on {arch}",
+                        file.path, file.defines
+                    );
                     assert_eq!(report.stack_bytes, 0, "{} has a stack frame on {arch}", file.path);
                 }
             }

@@ -34,7 +34,13 @@
 // would leave SMs idle or compute columns that are not there) and launches the one whose modelled time
 // is least.
 //
-// One change inside the main loop: a consumer no longer leaves a wgmma group in flight (MMA_IN_FLIGHT).
+// Three changes inside a tile, each measured (chapter 10b). A consumer no longer leaves a wgmma group
+// in flight (MMA_IN_FLIGHT). The epilogue is no longer a pause between tiles: a consumer rounds its
+// finished tile to bf16 into registers (`held`, half the registers of the accumulators), stores the
+// first half of it, and stores the rest one chunk at a time while the next tile's first K tiles run
+// on the tensor cores: the Hopper counterpart of Blackwell's second accumulator in TMEM. And the main loop's
+// own arithmetic is unsigned and 32-bit: between two wgmmas there is only the descriptors' low word
+// to add.
 // Everything else is step 09's.
 #include "common.cuh"
 #include "mbarrier.cuh"
@@ -43,6 +49,7 @@
 #include "wgmma.cuh"
 #include "cluster.cuh"
 #include "warpgroup.cuh"
+#include "flag.cuh"
 
 #ifndef BM
 #error "BM (rows of C per block) is set by step.rs"
@@ -93,6 +100,7 @@ enum : int {
     C_BOX_BYTES = WG_ROWS * SWIZZLE_BYTES,
     C_BOXES = BN / C_BOX_COLUMNS,
     C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
+    HELD_FROM = 1,                       // chunks 0 .. HELD_FROM-1 go out at a tile's end, the rest later
 };
 static_assert(WG_ROWS == 64, "each consumer computes one 64-row wgmma tile");
 static_assert(BN == 256 || BN == 128 || BN == 64, "one wgmma m64nBNk16 covers the tile's columns");
@@ -150,16 +158,19 @@ struct Work {
 // A cluster's pieces, in order; the producer and the consumers walk the same list.
 struct WorkList {
     Schedule s;
-    int next_tile;      // the next data-parallel tile
-    i64 sk_next, sk_end; // what is left of this cluster's stream-K run
+    int cluster;
+    int next_tile;  // the next data-parallel tile
+    i64 sk_next;    // the next K tile of this cluster's stream-K run (it ends where the next one's begins)
     __device__ __forceinline__ WorkList(const Schedule& schedule, int cluster)
-        : s(schedule), next_tile(cluster), sk_next(schedule.sk_begin(cluster)), sk_end(schedule.sk_begin(cluster + 1)) {}
+        : s(schedule), cluster(cluster), next_tile(cluster), sk_next(schedule.sk_begin(cluster)) {}
     __device__ __forceinline__ bool next(Work& w) {
         if (next_tile < s.dp_tiles) {
             w = Work{next_tile, 0, s.k_tiles};
             next_tile += s.clusters;
             return true;
         }
+        // Computed when needed rather than kept: one register pair fewer beside the accumulators.
+        const i64 sk_end = s.sk_begin(cluster + 1);
         if (sk_next >= sk_end) return false;
         const int t = (int)(sk_next / s.k_tiles);
         w.tile = s.dp_tiles + t;
@@ -170,16 +181,11 @@ struct WorkList {
     }
 };
 
-// A flag in global memory, raised by one block and awaited by another, at GPU scope: the release
-// orders the partial sums the warpgroup stored before it (its threads synchronised first), the
-// acquire orders the loads of them after it.
+// A flag in global memory, raised by one block and awaited by another (flag.cuh), at GPU scope: the
+// release orders the partial sums the warpgroup stored before it (its threads synchronised first),
+// the waiter's acquire orders the loads of them after it.
 __device__ __forceinline__ void flag_release(u32* flag, u32 value) {
     asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
-}
-__device__ __forceinline__ u32 flag_acquire(const u32* flag) {
-    u32 value;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
-    return value;
 }
 // ANCHOR_END: stream_k
 
@@ -209,12 +215,18 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     // The grid is one row of clusters, as many as fit on the GPU at once (or as there are tiles).
     const int cluster = blockIdx.x / CLUSTER;
     const int clusters = gridDim.x / CLUSTER;
-    const TileOrder order{(M + CLUSTER_M * BM - 1) / (CLUSTER_M * BM), (N + CLUSTER_N * BN - 1) / (CLUSTER_N * BN)};
-    const Schedule schedule{order.count(), (K + BK - 1) / BK, clusters, dp_tiles, sk_clusters};
+    auto tile_order = [&] {
+        int m = M, n = N;
+        // A clustered build makes the order again where it is used rather than keep it in a register
+        // through both roles' loops (kept, it spilled there).
+        if (CLUSTER > 1) asm volatile("" : "+r"(m), "+r"(n));
+        return TileOrder{(m + CLUSTER_M * BM - 1) / (CLUSTER_M * BM), (n + CLUSTER_N * BN - 1) / (CLUSTER_N * BN)};
+    };
+    const Schedule schedule{tile_order().count(), (K + BK - 1) / BK, clusters, dp_tiles, sk_clusters};
     // This block's rows and columns of C in tile `index`.
     auto origin = [&](int index, int& m0, int& n0) {
         int tile_m, tile_n;
-        order.locate(index, tile_m, tile_n);
+        tile_order().locate(index, tile_m, tile_n);
         m0 = (tile_m * CLUSTER_M + rank % CLUSTER_M) * BM;
         n0 = (tile_n * CLUSTER_N + rank / CLUSTER_M) * BN;
     };
@@ -243,14 +255,14 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // K tiles across pieces, so stage and parity run on where the previous piece left them.
         setmaxnreg_dec<PRODUCER_REGISTERS>();
         if (tid == 0) {
-            u32 it = 0;  // unsigned: stage and parity are a mask and a shift, no sign to carry
+            int it = 0;
             WorkList work(schedule, cluster);
             Work w;
             while (work.next(w)) {
                 int m0, n0;
                 origin(w.tile, m0, n0); TIMELINE_STAMP(TL_TILE_START);
                 for (int t = w.k_begin; t < w.k_end; ++t, ++it) {
-                    const u32 stage = it % STAGES;
+                    const int stage = it % STAGES;
                     const u32 parity = (it / STAGES) & 1;
                     mbarrier_wait(&empty[stage], parity ^ 1);
                     mbarrier_arrive_expect_bytes(&full[stage], STAGE_BYTES);
@@ -313,7 +325,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // ANCHOR_END: partials
 
         // The last tile's result, rounded to bf16 and packed two to a register, waiting to be stored
-        // while the next tile's first K tiles run (below: `held`): half the registers of `acc`.
+        // while the next tile's first K tiles run (below: `held`): half the registers of `acc`, of
+        // which the first half's are free again as soon as it is stored.
         u32 held[BN / 4];
         bool holding = false;   // `held` is a tile not yet stored
         int held_row0 = 0, held_n0 = 0;
@@ -329,8 +342,11 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         auto store_held_chunk = [&](int c) {
             const int buffer = stores % C_BUFFERS;
             const u32 box_address = smem_address(my_staging) + buffer * C_BOX_BYTES;
-            const int warp = ctid / 32, lane = ctid % 32;
-            const int matrix = lane / 8;
+            int lane = ctid % 32;
+            // Computed again at every chunk: kept from one to the next, these addresses would take
+            // registers that the accumulators and the held tile need (they spilled).
+            asm volatile("" : "+r"(lane));
+            const int warp = ctid / 32, matrix = lane / 8;
             const int row = 16 * warp + 8 * (matrix % 2) + lane % 8;
             if (ctid == 0) tma_store_wait_read<C_BUFFERS - 1>();
             named_barrier_sync(1 + consumer, 128); TIMELINE_STAMP(TL_EPILOGUE_START);
@@ -386,11 +402,11 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             };
             int t = w.k_begin;
             if (holding) {
-                // The last tile's epilogue, hidden under this piece's first K tiles: chunk c of it is
-                // staged and stored while K tile c's MMAs run (and the other consumer's), so the
-                // tensor cores do not wait for the epilogue.
+                // The rest of the last tile's epilogue, hidden under this piece's first K tiles: one
+                // chunk of it is staged and stored while each K tile's MMAs run (and the other
+                // consumer's), so the tensor cores do not wait for it.
                 #pragma unroll
-                for (int c = 0; c < C_BOXES; ++c) {
+                for (int c = HELD_FROM; c < C_BOXES; ++c) {
                     const bool issued = t < w.k_end;
                     if (issued) issue(t);
                     store_held_chunk(c);
@@ -429,10 +445,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 const i64 tile_end = (i64)(w.tile - schedule.dp_tiles + 1) * schedule.k_tiles;
                 for (int g = cluster + 1; g < schedule.sk_clusters && schedule.sk_begin(g) < tile_end; ++g) {
                     if (schedule.sk_begin(g) == schedule.sk_begin(g + 1)) continue;  // an empty run
-                    if (ctid == 0) {
-                        while (flag_acquire(flag(g)) != (u32)epoch) {
-                        }
-                    }
+                    if (ctid == 0) flag_wait_acquire(flag(g), (u32)epoch, g);
                     named_barrier_sync(1 + consumer, 128);
                     const float4* theirs = slot(g);
                     #pragma unroll
@@ -452,15 +465,26 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             if (use_tma_store) {
                 // ANCHOR: hold
                 // Round the tile to bf16 and keep it, packed, for the next piece's first K tiles to
-                // store: the accumulators are free for that piece's MMAs at once.
+                // store: the accumulators are free for that piece's MMAs at once. The first half
+                // goes out now, from registers that are free again at once: holding the whole tile
+                // leaves too few registers for the rest of the loop (it spilled).
+                auto hold_chunk = [&](int c) {
+                    #pragma unroll
+                    for (int j = 8 * c; j < 8 * c + 8; ++j) {
+                        held[2 * j] = pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]);
+                        held[2 * j + 1] = pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
+                    }
+                };
                 #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
-                    held[2 * j] = pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]);
-                    held[2 * j + 1] = pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
-                }
+                for (int c = HELD_FROM; c < C_BOXES; ++c) hold_chunk(c);
                 holding = true;
                 held_row0 = row0;
                 held_n0 = n0;
+                #pragma unroll
+                for (int c = 0; c < HELD_FROM; ++c) {
+                    hold_chunk(c);
+                    store_held_chunk(c);
+                }
                 // ANCHOR_END: hold
             } else {
                 // N % 8 != 0: no tensor map for C. Step 05's direct stores, for this consumer's 64 rows.
@@ -489,7 +513,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // The last tile has no next piece to hide under: its chunks go out now.
         if (holding) {
             #pragma unroll
-            for (int c = 0; c < C_BOXES; ++c) store_held_chunk(c);
+            for (int c = HELD_FROM; c < C_BOXES; ++c) store_held_chunk(c);
         }
         // The block's shared memory must outlive the last stores' reads.
         if (use_tma_store && ctid == 0) tma_store_wait_read<0>();
