@@ -26,6 +26,9 @@ pub enum Error {
     NoNvrtc,
     #[error("cuBLAS (libcublas) not found: {CUBLAS_INSTALL}")]
     NoCublas,
+    /// What the machine lacks for what was asked, in words of the caller's (`ladder` without a GPU).
+    #[error("{0}")]
+    Environment(String),
     #[error("shape {m}x{n}x{k} refused by {step}: {rule}")]
     Shape {
         step: String,
@@ -65,7 +68,7 @@ impl Error {
             Error::Verification(_) => 1,
             Error::Usage(_) | Error::Shape { .. } | Error::Unsupported { .. } => 2,
             Error::Hung { .. } => 3,
-            Error::NoDriver | Error::NoDevice(_) | Error::NoNvrtc | Error::NoCublas => 4,
+            Error::NoDriver | Error::NoDevice(_) | Error::NoNvrtc | Error::NoCublas | Error::Environment(_) => 4,
             _ => 5,
         }
     }
@@ -120,6 +123,67 @@ pub fn quiet_on_closed_pipe() {
     }
 }
 
+/// The columns prose is wrapped to: `COLUMNS` where it is set (as clap's `--help` does), else the
+/// terminal's width up to 100, else (not a terminal) 100.
+pub fn columns() -> usize {
+    if let Some(set) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+    {
+        return set.max(20);
+    }
+    const WIDEST: usize = 100;
+    #[cfg(unix)]
+    // SAFETY: TIOCGWINSZ fills the `winsize` it is handed, and only that, when stdout is a terminal.
+    unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) == 0 && size.ws_col >= 20 {
+            return (size.ws_col as usize).min(WIDEST);
+        }
+    }
+    WIDEST
+}
+
+/// `text` wrapped at word boundaries to `columns` (a word longer than that keeps its own line), never
+/// inside a `code span`; each line after the first starts with `indent`. No newline at the end.
+pub fn wrap_to(text: &str, columns: usize, indent: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut open = false;
+    for word in text.split_whitespace() {
+        match words.last_mut() {
+            Some(last) if open => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => words.push(word.to_string()),
+        }
+        if word.matches('`').count() % 2 == 1 {
+            open = !open;
+        }
+    }
+    let mut out = String::new();
+    let mut width = 0;
+    for word in &words {
+        let len = word.chars().count();
+        if width > 0 && width + 1 + len > columns {
+            out.push('\n');
+            out += indent;
+            width = indent.chars().count();
+        } else if width > 0 {
+            out.push(' ');
+            width += 1;
+        }
+        out += word;
+        width += len;
+    }
+    out
+}
+
+/// `text` wrapped to the terminal ([`columns`]), lines after the first indented by `indent`.
+pub fn wrapped(text: &str, indent: &str) -> String {
+    wrap_to(text, columns(), indent)
+}
+
 /// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
 pub fn exit_with(result: Result<()>) -> ExitCode {
     match result {
@@ -143,6 +207,7 @@ mod tests {
             Error::NoDevice(0),
             Error::NoNvrtc,
             Error::NoCublas,
+            Error::Environment("ladder needs a GPU".into()),
             Error::Shape {
                 step: "step05".into(),
                 m: 0,
@@ -189,6 +254,7 @@ mod tests {
                 | Error::NoDevice(_)
                 | Error::NoNvrtc
                 | Error::NoCublas
+                | Error::Environment(_)
                 | Error::Shape { .. }
                 | Error::Unsupported { .. }
                 | Error::Compile { .. }
@@ -208,5 +274,20 @@ mod tests {
             );
         }
         assert!(exit_codes_help().contains("3 a kernel hung"));
+    }
+
+    #[test]
+    fn prose_wraps_at_words_and_indents_the_lines_after_the_first() {
+        let text = "one two three four five six seven";
+        assert_eq!(wrap_to(text, 13, "  "), "one two three\n  four five\n  six seven");
+        assert_eq!(wrap_to("a verylongword b", 4, ""), "a\nverylongword\nb");
+        assert_eq!(wrap_to(text, 200, ""), text);
+        assert_eq!(
+            wrap_to("run `cargo run --bin x` now", 12, ""),
+            "run\n`cargo run --bin x`\nnow"
+        );
+        for line in wrap_to(&text.repeat(20), 40, "    ").lines() {
+            assert!(line.chars().count() <= 40, "{line}");
+        }
     }
 }
