@@ -159,7 +159,7 @@ impl LadderArgs {
     about = "The book's {{#ladder-…}} directives as an mdBook preprocessor: `mdbook build book` runs it \
              (book/book.toml registers it) with the book as JSON on standard input, and reads the \
              expanded book from standard output.",
-    after_help = crate::error::exit_codes_help()
+    after_help = crate::error::exit_codes_line(&crate::error::PREPROCESSOR_EXIT_CODES)
 )]
 pub struct MdbookLadderArgs {
     #[command(subcommand)]

@@ -12,9 +12,15 @@ pub const NVRTC_INSTALL: &str = "install a CUDA toolkit (12.8 or newer), or `pip
 pub const CUBLAS_INSTALL: &str = "install a CUDA toolkit, or `pip install \"nvidia-cublas==13.*\"` for the python3 on \
      PATH (found there by itself; a library elsewhere: put its folder on LD_LIBRARY_PATH)";
 
-/// Where ptxas, cuobjdump and nvdisasm come from: the pip wheel brings all three, found by itself.
-pub const TOOLS_INSTALL: &str =
-    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvcc==13.*\"` for the python3 on PATH (it brings ptxas, cuobjdump and nvdisasm)";
+/// Where ptxas comes from (the tests assemble every kernel with it; `exercise check` reads its
+/// register count): the nvcc wheel brings it, found by itself.
+pub const PTXAS_INSTALL: &str =
+    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvcc==13.*\"` for the python3 on PATH (it brings ptxas)";
+
+/// Where a disassembler for `--emit sass` comes from: the nvcc wheel has none since CUDA 13; the
+/// nvdisasm wheel brings `nvdisasm`, found by itself.
+pub const DISASSEMBLER_INSTALL: &str =
+    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvdisasm==13.*\"` for the python3 on PATH (it brings nvdisasm)";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -103,9 +109,27 @@ pub const EXIT_CODES: [(u8, &str); 6] = [
     (5, "anything else: a compile error, a CUDA or file error"),
 ];
 
-/// The `after_help` of every binary: [`EXIT_CODES`] as one line.
+/// The statuses `mdbook-ladder` (an mdBook preprocessor, which runs no kernel) exits with.
+pub const PREPROCESSOR_EXIT_CODES: [(u8, &str); 3] = [
+    (0, "success"),
+    (
+        2,
+        "usage: not run by mdBook 0.5 (a terminal, or no book, on standard input)",
+    ),
+    (
+        5,
+        "anything else: a directive or a results file the pass could not read",
+    ),
+];
+
+/// The `after_help` of every binary but `mdbook-ladder`: [`EXIT_CODES`] as one line.
 pub fn exit_codes_help() -> String {
-    let codes: Vec<String> = EXIT_CODES
+    exit_codes_line(&EXIT_CODES)
+}
+
+/// `codes` as `--help` ends with them: `Exit status: 0 success; 1 …`.
+pub fn exit_codes_line(codes: &[(u8, &str)]) -> String {
+    let codes: Vec<String> = codes
         .iter()
         .map(|(code, meaning)| format!("{code} {meaning}"))
         .collect();
@@ -147,6 +171,11 @@ pub fn columns() -> usize {
 /// `text` wrapped at word boundaries to `columns` (a word longer than that keeps its own line), never
 /// inside a `code span`; each line after the first starts with `indent`. No newline at the end.
 pub fn wrap_to(text: &str, columns: usize, indent: &str) -> String {
+    wrap_after("", text, columns, indent)
+}
+
+/// [`wrap_to`] with `prefix` (kept as it is: labels, aligned columns) in front of the first line.
+pub fn wrap_after(prefix: &str, text: &str, columns: usize, indent: &str) -> String {
     let mut words: Vec<String> = Vec::new();
     let mut open = false;
     for word in text.split_whitespace() {
@@ -161,15 +190,16 @@ pub fn wrap_to(text: &str, columns: usize, indent: &str) -> String {
             open = !open;
         }
     }
-    let mut out = String::new();
-    let mut width = 0;
+    let mut out = prefix.to_string();
+    let start = prefix.chars().count();
+    let mut width = start;
     for word in &words {
         let len = word.chars().count();
-        if width > 0 && width + 1 + len > columns {
+        if width > start && width + 1 + len > columns {
             out.push('\n');
             out += indent;
             width = indent.chars().count();
-        } else if width > 0 {
+        } else if width > start {
             out.push(' ');
             width += 1;
         }
@@ -182,6 +212,12 @@ pub fn wrap_to(text: &str, columns: usize, indent: &str) -> String {
 /// `text` wrapped to the terminal ([`columns`]), lines after the first indented by `indent`.
 pub fn wrapped(text: &str, indent: &str) -> String {
     wrap_to(text, columns(), indent)
+}
+
+/// `prefix` then `text`, wrapped to the terminal ([`columns`]); lines after the first indented by
+/// `indent`.
+pub fn wrapped_after(prefix: &str, text: &str, indent: &str) -> String {
+    wrap_after(prefix, text, columns(), indent)
 }
 
 /// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
@@ -286,6 +322,7 @@ mod tests {
             wrap_to("run `cargo run --bin x` now", 12, ""),
             "run\n`cargo run --bin x`\nnow"
         );
+        assert_eq!(wrap_after("  why:   ", "a b c", 11, "  "), "  why:   a\n  b c");
         for line in wrap_to(&text.repeat(20), 40, "    ").lines() {
             assert!(line.chars().count() <= 40, "{line}");
         }
