@@ -58,7 +58,12 @@ pub fn revision(dir: &Path) -> String {
 /// branch (from another worktree) changes. Only files that exist: a missing one would make cargo
 /// run the script on every build.
 pub fn git_inputs(dir: &Path) -> Vec<PathBuf> {
-    let mut names = vec!["HEAD".to_string(), "index".into(), "logs/HEAD".into(), "packed-refs".into()];
+    let mut names = vec![
+        "HEAD".to_string(),
+        "index".into(),
+        "logs/HEAD".into(),
+        "packed-refs".into(),
+    ];
     // Detached, HEAD holds the commit itself.
     if let Some(branch) = git(dir, &["symbolic-ref", "--quiet", "HEAD"]) {
         names.push(branch);
@@ -71,9 +76,5 @@ pub fn git_inputs(dir: &Path) -> Vec<PathBuf> {
     let Some(paths) = git(dir, &args) else {
         return Vec::new();
     };
-    paths
-        .lines()
-        .map(|p| dir.join(p))
-        .filter(|p| p.is_file())
-        .collect()
+    paths.lines().map(|p| dir.join(p)).filter(|p| p.is_file()).collect()
 }
