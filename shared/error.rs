@@ -191,20 +191,22 @@ pub fn wrap_after(prefix: &str, text: &str, columns: usize, indent: &str) -> Str
         }
     }
     let mut out = prefix.to_string();
-    let start = prefix.chars().count();
-    let mut width = start;
+    let mut width = prefix.chars().count();
+    // Nothing but the prefix or the indent on the line yet.
+    let mut fresh = true;
     for word in &words {
         let len = word.chars().count();
-        if width > start && width + 1 + len > columns {
+        if !fresh && width + 1 + len > columns {
             out.push('\n');
             out += indent;
             width = indent.chars().count();
-        } else if width > start {
+        } else if !fresh {
             out.push(' ');
             width += 1;
         }
         out += word;
         width += len;
+        fresh = false;
     }
     out
 }
