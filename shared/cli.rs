@@ -495,7 +495,7 @@ fn without_gpu(args: &LadderArgs, book_dir: Option<PathBuf>, why: &Error) -> Res
     )))
 }
 
-/// The records of a ladder run without the alternatives ([`LadderArgs::with_alternatives`]) that it
+/// The records of a ladder run without the alternatives (no `--alternatives` or `--profile`) that it
 /// may write over `recorded`: not one whose step is recorded at that shape with its alternatives,
 /// which it would replace with a record that lists none. Returns those to write and those left out.
 pub fn keep_recorded_alternatives(
