@@ -99,14 +99,15 @@ pub struct StepArgs {
 
 impl StepArgs {
     /// Refuses what parses but means nothing: `--arch` without `--emit` (a run compiles for the GPU it
-    /// runs on, so `--arch sm100a` on a Hopper machine would silently run the Hopper kernel).
+    /// runs on, so `--arch sm100a` on a Hopper machine would silently run the Hopper kernel), and a
+    /// `--book` that is not a book.
     pub fn check(&self) -> Result<()> {
         if let (Some(arch), None) = (&self.arch, self.emit) {
             return Err(Error::Usage(format!(
                 "--arch {arch} needs --emit ptx|sass: --arch picks the architecture whose PTX or SASS is printed; a run always compiles for the GPU it runs on"
             )));
         }
-        Ok(())
+        self.common.check_book()
     }
 }
 
@@ -123,19 +124,36 @@ pub struct LadderArgs {
     #[arg(long)]
     pub book_only: bool,
     /// Do not build the book at the end.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "book_only")]
     pub no_book: bool,
+    /// Also verify and time every step's alternative designs (steps 10 and 11), as `stepNN` does,
+    /// and record them (implied by --profile). Without it the ladder runs each step's own kernel,
+    /// and leaves a recorded step whose record lists its alternatives as it is.
+    #[arg(long)]
+    pub alternatives: bool,
 }
 
 impl LadderArgs {
-    /// Refuses what parses but means nothing: `--sweep` with `--book-only` (a sweep needs the GPU).
+    /// Refuses what parses but means nothing, before anything runs or is written: `--sweep` with
+    /// `--book-only` (a sweep needs the GPU), a shape outside the contract every step shares (as
+    /// `stepNN` refuses it), and a `--book` that is not a book.
     pub fn check(&self) -> Result<()> {
         if self.common.sweep && self.book_only {
             return Err(Error::Usage(
                 "--sweep runs the top step on the GPU; --book-only runs nothing: choose one".into(),
             ));
         }
-        Ok(())
+        if !self.common.sweep {
+            for shape in self.common.shapes() {
+                shape.check("ladder")?;
+            }
+        }
+        self.common.check_book()
+    }
+
+    /// Whether the steps run with their alternative designs.
+    fn with_alternatives(&self) -> bool {
+        self.alternatives || self.common.profile
     }
 }
 
@@ -147,7 +165,7 @@ impl LadderArgs {
     about = "The book's {{#ladder-…}} directives as an mdBook preprocessor: `mdbook build book` runs it \
              (book/book.toml registers it) with the book as JSON on standard input, and reads the \
              expanded book from standard output.",
-    after_help = crate::error::exit_codes_help()
+    after_help = crate::error::exit_codes_line(&crate::error::PREPROCESSOR_EXIT_CODES)
 )]
 pub struct MdbookLadderArgs {
     #[command(subcommand)]
@@ -185,6 +203,23 @@ impl CommonArgs {
         ]
         .into_iter()
         .find(|d| d.join("book.toml").is_file())
+    }
+
+    /// Refuses `--book DIR` where DIR is not a book (no `book.toml` or `src/SUMMARY.md`), before
+    /// anything is written into it.
+    pub fn check_book(&self) -> Result<()> {
+        let Some(dir) = &self.book else {
+            return Ok(());
+        };
+        for needed in ["book.toml", "src/SUMMARY.md"] {
+            if !dir.join(needed).is_file() {
+                return Err(Error::Usage(format!(
+                    "--book {}: not a book (it has no {needed}): name the crate's book/ folder",
+                    dir.display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Refuses, before anything runs, to record from a binary built from a dirty tree: its records
@@ -405,33 +440,79 @@ pub fn ladder_main() -> Result<()> {
     let args = LadderArgs::parse();
     args.check()?;
     let book_dir = args.common.book_dir();
-    let gpu = if args.book_only {
-        None
-    } else {
-        match Gpu::open() {
-            Ok(gpu) => Some(gpu),
-            Err(e @ (Error::NoDriver | Error::NoDevice(_))) if !args.common.sweep => {
-                println!("no GPU here ({e}); building the book from the recorded results");
-                None
-            }
-            Err(e) => return Err(e),
-        }
-    };
-    if let Some(gpu) = gpu {
-        // Only here: without a GPU the ladder just builds the book, which a dirty tree may.
-        args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
-        libs::require_nvrtc()?;
-        run_ladder(&args, gpu)?;
+    if args.book_only {
+        return build_book(book_dir);
     }
+    let gpu = match Gpu::open() {
+        Ok(gpu) => gpu,
+        Err(e @ (Error::NoDriver | Error::NoDevice(_))) => return without_gpu(&args, book_dir, &e),
+        Err(e) => return Err(e),
+    };
+    // Only here: without a GPU the ladder just builds the book, which a dirty tree may.
+    args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
+    libs::require_nvrtc()?;
+    run_ladder(&args, gpu)?;
     if args.no_book {
         return Ok(());
     }
+    build_book(book_dir)
+}
+
+/// Regenerates the figures from the recorded results and builds the book.
+fn build_book(book_dir: Option<PathBuf>) -> Result<()> {
     let book_dir = book_dir
         .ok_or_else(|| Error::Usage("no book/ folder found: run from the crate root or pass --book DIR".into()))?;
     crate::book::regenerate_all(&book_dir)?;
     let out = book::build(&book_dir, None)?;
     println!("book: {}", out.join("index.html").display());
     Ok(())
+}
+
+/// `ladder` (not `--book-only`) without a GPU: nothing can be verified or timed. Builds the book
+/// from the recorded results (unless `--no-book`), says what works without a GPU, and ends with
+/// status 4 (environment), so that a script or CI job asking for a run does not pass.
+fn without_gpu(args: &LadderArgs, book_dir: Option<PathBuf>, why: &Error) -> Result<()> {
+    let here = match why {
+        Error::NoDevice(_) => "no CUDA GPU here",
+        _ => "no NVIDIA driver here",
+    };
+    if args.no_book {
+        println!("{here}: nothing verified or timed, and no book (--no-book)");
+    } else {
+        println!("{here}: nothing verified or timed; building the book from the recorded results");
+        build_book(book_dir)?;
+    }
+    println!(
+        "{}",
+        crate::error::wrapped(
+            "Without a GPU: the book (`ladder --book-only` builds only the book, and exits 0), every \
+             kernel's PTX and SASS (`stepNN --emit ptx|sass`), and the exercises up to \"compiles and \
+             assembles\" (`cargo run --release --bin exercise`).",
+            ""
+        )
+    );
+    let asked = match (args.common.sweep, args.common.check) {
+        (true, _) => "sweep its top step",
+        (false, true) => "verify its steps",
+        (false, false) => "verify and time its steps",
+    };
+    Err(Error::Environment(format!(
+        "the ladder needs a GPU to {asked} ({here})"
+    )))
+}
+
+/// The records of a ladder run without the alternatives (no `--alternatives` or `--profile`) that it
+/// may write over `recorded`: not one whose step is recorded at that shape with its alternatives,
+/// which it would replace with a record that lists none. Returns those to write and those left out.
+pub fn keep_recorded_alternatives(
+    recorded: &[StepRecord],
+    records: Vec<StepRecord>,
+) -> (Vec<StepRecord>, Vec<StepRecord>) {
+    records.into_iter().partition(|new| {
+        !recorded.iter().any(|old| {
+            (old.step, old.shape, old.sweep) == (new.step, new.shape, new.sweep) && !old.alternatives.is_empty()
+        })
+    })
 }
 
 fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
@@ -472,6 +553,9 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
     let mut gpu = Some(gpu);
     for shape in shapes {
         let mut session = Session::new(gpu.take().expect("returned below"), shape, seed)?;
+        if !args.with_alternatives() {
+            session.without_alternatives();
+        }
         for step in &runnable {
             // Step 11 (MXFP8) needs K to be a multiple of 32; a shape without it skips that step only.
             if let Some(rule) = step.format.contract_violation(shape) {
@@ -502,11 +586,38 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
     if !records.is_empty() {
         report::print_results(&records);
     }
-    record(
-        &args.common,
-        gpu.as_ref().expect("returned by the last session"),
-        &records,
-    )?;
+    let gpu = gpu.expect("returned by the last session");
+    let records = match args.common.book_dir() {
+        Some(book_dir) if !args.with_alternatives() => {
+            let path = results::results_path(&book_dir, &gpu.info.name);
+            let recorded = if path.is_file() {
+                results::load(&path)?.records
+            } else {
+                Vec::new()
+            };
+            let (write, left) = keep_recorded_alternatives(&recorded, records);
+            if !(left.is_empty() || args.common.no_record || args.common.check) {
+                let steps: Vec<String> = left
+                    .iter()
+                    .map(|r| format!("step{:02} at {}", r.step, r.shape))
+                    .collect();
+                println!(
+                    "{}",
+                    crate::error::wrapped(
+                        &format!(
+                            "not recorded: {}, whose records list their alternative designs, which this \
+                             run did not time (`stepNN`, or `ladder --alternatives`, records them anew)",
+                            steps.join(", ")
+                        ),
+                        "  "
+                    )
+                );
+            }
+            write
+        }
+        _ => records,
+    };
+    record(&args.common, &gpu, &records)?;
     verdict(&failures)
 }
 
@@ -675,6 +786,62 @@ mod tests {
         }
         assert!(step_args(&[]).common.refuse_dirty_recording("abc1234").is_ok());
         assert!(ladder_args(&["--allow-dirty"]).unwrap().common.allow_dirty);
+    }
+
+    /// A ladder run without the alternatives writes no record over one that lists them, at the same
+    /// step and shape; everything else it records.
+    #[test]
+    fn a_ladder_run_without_alternatives_keeps_a_record_that_has_them() {
+        use crate::run::results::tests::record_of;
+        let mut with = record_of(10, "persistent", 4096, 0.2);
+        with.alternatives = vec![crate::run::results::AlternativeRecord {
+            name: "data_parallel".into(),
+            design: "one tile per block".into(),
+            kernel: "steps/step10_persistent/sm90.cu".into(),
+            source_hash: None,
+            time: with.time.clone(),
+            ratio_bf16: 1.0,
+            ratio_step: 1.0,
+            checks: Vec::new(),
+            registers: None,
+            dynamic_smem_bytes: 0,
+            local_bytes: None,
+        }];
+        let recorded = vec![
+            with,
+            record_of(9, "epilogue", 4096, 0.21),
+            record_of(10, "persistent", 8192, 1.6),
+        ];
+        let new = vec![
+            record_of(9, "epilogue", 4096, 0.22),
+            record_of(10, "persistent", 4096, 0.19),
+            record_of(10, "persistent", 8192, 1.5),
+            record_of(11, "mxfp8", 4096, 0.15),
+        ];
+        let (write, left) = keep_recorded_alternatives(&recorded, new);
+        let keys = |r: &[StepRecord]| r.iter().map(|r| (r.step, r.shape.m)).collect::<Vec<_>>();
+        assert_eq!(keys(&write), [(9, 4096), (10, 8192), (11, 4096)]);
+        assert_eq!(keys(&left), [(10, 4096)]);
+    }
+
+    #[test]
+    fn ladder_checks_shapes_and_the_book_before_anything_runs() {
+        for (flags, words) in [
+            (&["--size", "0"][..], "shape 0x0x0 refused by ladder"),
+            (&["--m", "3", "--n", "5", "--k", "7"], "K = 7"),
+            (&["--book", "/nonexistent/gemm-ladder-book"], "not a book"),
+        ] {
+            let err = ladder_args(flags).unwrap().check().unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{flags:?}");
+            assert!(err.to_string().contains(words), "{flags:?}: {err}");
+        }
+        assert!(ladder_args(&["--no-book", "--book-only"]).is_err());
+        assert!(ladder_args(&["--m", "3", "--n", "5", "--k", "8"])
+            .unwrap()
+            .check()
+            .is_ok());
+        let with = |flags: &[&str]| ladder_args(flags).unwrap().with_alternatives();
+        assert!(!with(&[]) && with(&["--alternatives"]) && with(&["--profile"]));
     }
 
     #[test]

@@ -12,9 +12,15 @@ pub const NVRTC_INSTALL: &str = "install a CUDA toolkit (12.8 or newer), or `pip
 pub const CUBLAS_INSTALL: &str = "install a CUDA toolkit, or `pip install \"nvidia-cublas==13.*\"` for the python3 on \
      PATH (found there by itself; a library elsewhere: put its folder on LD_LIBRARY_PATH)";
 
-/// Where ptxas, cuobjdump and nvdisasm come from: the pip wheel brings all three, found by itself.
-pub const TOOLS_INSTALL: &str =
-    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvcc==13.*\"` for the python3 on PATH (it brings ptxas, cuobjdump and nvdisasm)";
+/// Where ptxas comes from (the tests assemble every kernel with it; `exercise check` reads its
+/// register count): the nvcc wheel brings it, found by itself.
+pub const PTXAS_INSTALL: &str =
+    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvcc==13.*\"` for the python3 on PATH (it brings ptxas)";
+
+/// Where a disassembler for `--emit sass` comes from: the nvcc wheel has none since CUDA 13; the
+/// nvdisasm wheel brings `nvdisasm`, found by itself.
+pub const DISASSEMBLER_INSTALL: &str =
+    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvdisasm==13.*\"` for the python3 on PATH (it brings nvdisasm)";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -26,6 +32,9 @@ pub enum Error {
     NoNvrtc,
     #[error("cuBLAS (libcublas) not found: {CUBLAS_INSTALL}")]
     NoCublas,
+    /// What the machine lacks for what was asked, in words of the caller's (`ladder` without a GPU).
+    #[error("{0}")]
+    Environment(String),
     #[error("shape {m}x{n}x{k} refused by {step}: {rule}")]
     Shape {
         step: String,
@@ -65,7 +74,7 @@ impl Error {
             Error::Verification(_) => 1,
             Error::Usage(_) | Error::Shape { .. } | Error::Unsupported { .. } => 2,
             Error::Hung { .. } => 3,
-            Error::NoDriver | Error::NoDevice(_) | Error::NoNvrtc | Error::NoCublas => 4,
+            Error::NoDriver | Error::NoDevice(_) | Error::NoNvrtc | Error::NoCublas | Error::Environment(_) => 4,
             _ => 5,
         }
     }
@@ -100,9 +109,27 @@ pub const EXIT_CODES: [(u8, &str); 6] = [
     (5, "anything else: a compile error, a CUDA or file error"),
 ];
 
-/// The `after_help` of every binary: [`EXIT_CODES`] as one line.
+/// The statuses `mdbook-ladder` (an mdBook preprocessor, which runs no kernel) exits with.
+pub const PREPROCESSOR_EXIT_CODES: [(u8, &str); 3] = [
+    (0, "success"),
+    (
+        2,
+        "usage: not run by mdBook 0.5 (a terminal, or no book, on standard input)",
+    ),
+    (
+        5,
+        "anything else: a directive or a results file the pass could not read",
+    ),
+];
+
+/// The `after_help` of every binary but `mdbook-ladder`: [`EXIT_CODES`] as one line.
 pub fn exit_codes_help() -> String {
-    let codes: Vec<String> = EXIT_CODES
+    exit_codes_line(&EXIT_CODES)
+}
+
+/// `codes` as `--help` ends with them: `Exit status: 0 success; 1 …`.
+pub fn exit_codes_line(codes: &[(u8, &str)]) -> String {
+    let codes: Vec<String> = codes
         .iter()
         .map(|(code, meaning)| format!("{code} {meaning}"))
         .collect();
@@ -118,6 +145,81 @@ pub fn quiet_on_closed_pipe() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+}
+
+/// The columns prose is wrapped to: `COLUMNS` where it is set (as clap's `--help` does), else the
+/// terminal's width up to 100, else (not a terminal) 100.
+pub fn columns() -> usize {
+    if let Some(set) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+    {
+        return set.max(20);
+    }
+    const WIDEST: usize = 100;
+    #[cfg(unix)]
+    // SAFETY: TIOCGWINSZ fills the `winsize` it is handed, and only that, when stdout is a terminal.
+    unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) == 0 && size.ws_col >= 20 {
+            return (size.ws_col as usize).min(WIDEST);
+        }
+    }
+    WIDEST
+}
+
+/// `text` wrapped at word boundaries to `columns` (a word longer than that keeps its own line), never
+/// inside a `code span`; each line after the first starts with `indent`. No newline at the end.
+pub fn wrap_to(text: &str, columns: usize, indent: &str) -> String {
+    wrap_after("", text, columns, indent)
+}
+
+/// [`wrap_to`] with `prefix` (kept as it is: labels, aligned columns) in front of the first line.
+pub fn wrap_after(prefix: &str, text: &str, columns: usize, indent: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut open = false;
+    for word in text.split_whitespace() {
+        match words.last_mut() {
+            Some(last) if open => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => words.push(word.to_string()),
+        }
+        if word.matches('`').count() % 2 == 1 {
+            open = !open;
+        }
+    }
+    let mut out = prefix.to_string();
+    let mut width = prefix.chars().count();
+    // Nothing but the prefix or the indent on the line yet.
+    let mut fresh = true;
+    for word in &words {
+        let len = word.chars().count();
+        if !fresh && width + 1 + len > columns {
+            out.push('\n');
+            out += indent;
+            width = indent.chars().count();
+        } else if !fresh {
+            out.push(' ');
+            width += 1;
+        }
+        out += word;
+        width += len;
+        fresh = false;
+    }
+    out
+}
+
+/// `text` wrapped to the terminal ([`columns`]), lines after the first indented by `indent`.
+pub fn wrapped(text: &str, indent: &str) -> String {
+    wrap_to(text, columns(), indent)
+}
+
+/// `prefix` then `text`, wrapped to the terminal ([`columns`]); lines after the first indented by
+/// `indent`.
+pub fn wrapped_after(prefix: &str, text: &str, indent: &str) -> String {
+    wrap_after(prefix, text, columns(), indent)
 }
 
 /// Prints an error as one line (a compile log keeps its own lines) and turns it into an exit code.
@@ -143,6 +245,7 @@ mod tests {
             Error::NoDevice(0),
             Error::NoNvrtc,
             Error::NoCublas,
+            Error::Environment("ladder needs a GPU".into()),
             Error::Shape {
                 step: "step05".into(),
                 m: 0,
@@ -189,6 +292,7 @@ mod tests {
                 | Error::NoDevice(_)
                 | Error::NoNvrtc
                 | Error::NoCublas
+                | Error::Environment(_)
                 | Error::Shape { .. }
                 | Error::Unsupported { .. }
                 | Error::Compile { .. }
@@ -208,5 +312,21 @@ mod tests {
             );
         }
         assert!(exit_codes_help().contains("3 a kernel hung"));
+    }
+
+    #[test]
+    fn prose_wraps_at_words_and_indents_the_lines_after_the_first() {
+        let text = "one two three four five six seven";
+        assert_eq!(wrap_to(text, 13, "  "), "one two three\n  four five\n  six seven");
+        assert_eq!(wrap_to("a verylongword b", 4, ""), "a\nverylongword\nb");
+        assert_eq!(wrap_to(text, 200, ""), text);
+        assert_eq!(
+            wrap_to("run `cargo run --bin x` now", 12, ""),
+            "run\n`cargo run --bin x`\nnow"
+        );
+        assert_eq!(wrap_after("  why:   ", "a b c", 11, "  "), "  why:   a\n  b c");
+        for line in wrap_to(&text.repeat(20), 40, "    ").lines() {
+            assert!(line.chars().count() <= 40, "{line}");
+        }
     }
 }

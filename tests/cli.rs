@@ -7,7 +7,7 @@
 mod common;
 
 use common::Ran;
-use gemm_ladder::error::EXIT_CODES;
+use gemm_ladder::error::{EXIT_CODES, PREPROCESSOR_EXIT_CODES};
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
 
@@ -57,11 +57,19 @@ fn help_fits_a_100_column_terminal_and_ends_with_the_exit_statuses() {
                 .nth(1)
                 .unwrap_or_else(|| panic!("{name}:\n{help}"));
             let statuses = statuses.split_whitespace().collect::<Vec<_>>().join(" ");
-            for (code, meaning) in EXIT_CODES {
+            // The preprocessor runs no kernel: it lists only the statuses it can exit with.
+            let codes = match *name {
+                "mdbook-ladder" => &PREPROCESSOR_EXIT_CODES[..],
+                _ => &EXIT_CODES[..],
+            };
+            for (code, meaning) in codes {
                 assert!(
                     statuses.contains(&format!("{code} {meaning}")),
                     "{name}: {code} {meaning}"
                 );
+            }
+            if *name == "mdbook-ladder" {
+                assert!(!statuses.contains("hung"), "{name}: {statuses}");
             }
         }
         // One line: the program, the crate's version and the revision it was built from.
@@ -114,6 +122,91 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
     );
     let out = run("step01", &["--emit", "ptx", "--arch", "sm75"]);
     refused(&out, &["step01 has no kernel for --arch sm_75", "8.0 or newer"]);
+}
+
+/// `ladder` refuses a shape outside the contract, `--no-book` with `--book-only`, and a `--book` that
+/// is not a book, with status 2, before anything runs or is written: GPU or not.
+fn the_ladder_refuses_bad_shapes_and_folders_with_status_2() {
+    refused(
+        &run("ladder", &["--size", "0"]),
+        &["shape 0x0x0 refused by ladder", "at least 1"],
+    );
+    refused(
+        &run("ladder", &["--m", "3", "--n", "5", "--k", "7"]),
+        &["refused by ladder", "K = 7"],
+    );
+    refused(
+        &run("ladder", &["--size", "99999992", "--check"]),
+        &["refused by ladder", "2^20"],
+    );
+    let out = run("ladder", &["--no-book", "--book-only"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let tmp = tempfile::tempdir().unwrap();
+    let nowhere = tmp.path().join("nowhere");
+    for dir in [&nowhere, tmp.path()] {
+        let dir = dir.to_str().unwrap();
+        refused(&run("ladder", &["--book", dir]), &["--book", "not a book"]);
+        refused(&run("ladder", &["--book", dir, "--book-only"]), &["not a book"]);
+    }
+    assert!(!nowhere.exists(), "a refused --book was created");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "a refused --book was written to"
+    );
+}
+
+/// Without a GPU, a ladder run that asked to verify or time cannot: it builds the book (not with
+/// `--no-book`), says what works without a GPU, and exits 4; `--book-only` exits 0. Where there is
+/// a GPU driver the ladder would run, so the test is reported as ignored there.
+fn without_a_gpu_the_ladder_builds_the_book_and_exits_4() -> Ran {
+    if gemm_ladder::device::libs::driver_present() {
+        return Err(common::Skip(
+            "needs a machine without a GPU driver (here the ladder would run its steps)".into(),
+        ));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let built = tmp.path().join("book");
+    let ladder = |args: &[&str]| {
+        Command::new(binary("ladder"))
+            .args(args)
+            .env("MDBOOK_BUILD__BUILD_DIR", &built)
+            .stdin(Stdio::null())
+            .output()
+            .expect("running ladder")
+    };
+    for args in [&[][..], &["--check"], &["--sweep"], &["--profile", "--size", "1024"]] {
+        let out = ladder(args);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", said(&out));
+        assert!(built.join("index.html").is_file(), "{args:?}: no book: {}", said(&out));
+        assert!(
+            stdout.contains("building the book") && stdout.contains("--emit") && stdout.contains("--bin exercise"),
+            "{args:?}: {}",
+            said(&out)
+        );
+        assert!(
+            stderr.lines().count() == 1 && stderr.starts_with("error: the ladder needs a GPU"),
+            "{args:?}: {}",
+            said(&out)
+        );
+        std::fs::remove_dir_all(&built).unwrap();
+    }
+    let out = ladder(&["--no-book", "--check"]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("building the book"),
+        "{}",
+        said(&out)
+    );
+    assert!(!built.exists(), "--no-book built a book");
+    let out = ladder(&["--book-only"]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert!(built.join("index.html").is_file(), "{}", said(&out));
+    Ok(())
 }
 
 /// The portable steps (01–03) emit for the arch-specific targets too: the README's `--arch sm90a`.
@@ -170,6 +263,8 @@ common::harness::tests!(
     help_fits_a_100_column_terminal_and_ends_with_the_exit_statuses,
     the_readme_lists_every_exit_status,
     bad_values_are_refused_in_one_line_with_status_2,
+    the_ladder_refuses_bad_shapes_and_folders_with_status_2,
+    without_a_gpu_the_ladder_builds_the_book_and_exits_4,
     portable_steps_emit_for_sm90a_and_sm100a,
     a_closed_pipe_ends_the_program_quietly,
 );

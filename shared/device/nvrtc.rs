@@ -8,7 +8,7 @@ use crate::device::libs;
 use crate::error::{Error, Result};
 use cudarc::nvrtc::sys;
 use std::ffi::{c_char, c_int, CString};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Every header a kernel may `#include`, by the name it uses.
@@ -216,6 +216,26 @@ unsafe fn program_output(program: sys::nvrtcProgram, output: Output) -> Result<V
     Ok(buffer)
 }
 
+/// A temporary folder of one tool run's own (ptxas or a disassembler: tests run several at once),
+/// removed with its files when dropped, so that nothing is left behind in $TMPDIR.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tool: &str) -> Result<Scratch> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("gemm-ladder-{tool}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(Error::io(format!("creating a temporary folder for {tool}")))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// What `ptxas -v` reported for one kernel.
 #[derive(Debug, Clone)]
 pub struct AssemblyReport {
@@ -231,8 +251,8 @@ pub fn assemble(ptx: &[u8], arch: Arch, label: &str) -> Result<Option<AssemblyRe
     let Some(ptxas) = libs::find_tool("ptxas") else {
         return Ok(None);
     };
-    let dir = std::env::temp_dir().join(format!("gemm-ladder-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(Error::io("creating a temporary folder for ptxas"))?;
+    let scratch = Scratch::new("ptxas")?;
+    let dir = &scratch.0;
     let stem = label.replace(['/', '.'], "_");
     let input = dir.join(format!("{stem}.{}.ptx", arch.sm()));
     let output = dir.join(format!("{stem}.{}.cubin", arch.sm()));
@@ -245,8 +265,7 @@ pub fn assemble(ptx: &[u8], arch: Arch, label: &str) -> Result<Option<AssemblyRe
         .arg(&input)
         .output()
         .map_err(Error::io(format!("running {}", ptxas.display())))?;
-    let _ = std::fs::remove_file(&input);
-    let _ = std::fs::remove_file(&output);
+    drop(scratch);
     let log = format!(
         "{}{}",
         String::from_utf8_lossy(&run.stdout),
@@ -279,9 +298,8 @@ fn parse_ptxas_report(log: &str) -> AssemblyReport {
 
 /// Disassembles a cubin to SASS with `cuobjdump` or `nvdisasm`, whichever is installed.
 pub fn disassemble(cubin: &[u8], label: &str) -> Result<String> {
-    let dir = std::env::temp_dir().join(format!("gemm-ladder-sass-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(Error::io("creating a temporary folder for the disassembler"))?;
-    let file = dir.join(format!("{}.cubin", label.replace(['/', '.'], "_")));
+    let scratch = Scratch::new("sass")?;
+    let file = scratch.0.join(format!("{}.cubin", label.replace(['/', '.'], "_")));
     std::fs::write(&file, cubin).map_err(Error::io("writing the cubin"))?;
     let attempt = |tool: &Path, args: &[&str]| -> Option<String> {
         let out = Command::new(tool).args(args).arg(&file).output().ok()?;
@@ -292,11 +310,11 @@ pub fn disassemble(cubin: &[u8], label: &str) -> Result<String> {
     let sass = libs::find_tool("cuobjdump")
         .and_then(|t| attempt(&t, &["--dump-sass"]))
         .or_else(|| libs::find_tool("nvdisasm").and_then(|t| attempt(&t, &["-c"])));
-    let _ = std::fs::remove_file(&file);
+    drop(scratch);
     sass.ok_or_else(|| {
         Error::Other(format!(
             "--emit sass needs cuobjdump or nvdisasm: {}",
-            crate::error::TOOLS_INSTALL
+            crate::error::DISASSEMBLER_INSTALL
         ))
     })
 }
@@ -304,6 +322,19 @@ pub fn disassemble(cubin: &[u8], label: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each tool run has a folder of its own, and nothing of it is left once the run is over.
+    #[test]
+    fn a_tool_run_leaves_no_folder_behind() {
+        let (one, two) = (Scratch::new("ptxas").unwrap(), Scratch::new("ptxas").unwrap());
+        assert_ne!(one.0, two.0);
+        std::fs::write(one.0.join("kernel.ptx"), "x").unwrap();
+        let dirs = [one.0.clone(), two.0.clone()];
+        drop((one, two));
+        for dir in dirs {
+            assert!(!dir.exists(), "{} is left behind", dir.display());
+        }
+    }
 
     #[test]
     fn log_locations_become_file_colon_line() {

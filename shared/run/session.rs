@@ -96,6 +96,8 @@ pub struct Session {
     kernels: HashMap<u8, LoadedKernel>,
     /// Each step's alternative designs, compiled for this GPU, made with the step's kernel.
     alternatives: HashMap<u8, Vec<LoadedKernel>>,
+    /// `false`: steps run without their alternatives ([`Session::without_alternatives`]).
+    with_alternatives: bool,
     outputs: HashMap<u8, Vec<bf16>>,
     cublas_output: Option<Vec<bf16>>,
     cpu_reference: Option<Reference>,
@@ -164,11 +166,18 @@ impl Session {
             c,
             kernels: HashMap::new(),
             alternatives: HashMap::new(),
+            with_alternatives: true,
             outputs: HashMap::new(),
             cublas_output: None,
             cpu_reference: None,
             mx: None,
         })
+    }
+
+    /// Steps loaded from here on run without their alternative designs: neither compiled, verified
+    /// nor timed, and their records list none (`ladder` without `--alternatives`).
+    pub fn without_alternatives(&mut self) {
+        self.with_alternatives = false;
     }
 
     pub fn seed(&self) -> u64 {
@@ -197,6 +206,7 @@ impl Session {
             let loaded = load_kernel(&self.gpu, step, self.shape)?;
             let alternatives = step
                 .alternatives_for_device(self.gpu.major, self.gpu.minor)
+                .filter(|_| self.with_alternatives)
                 .map(|a| load_kernel_file(&self.gpu, step, &a.kernel, self.shape))
                 .collect::<Result<Vec<_>>>()?;
             if step.format == Format::Mxfp8 {

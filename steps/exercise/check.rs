@@ -81,7 +81,8 @@ struct Outcome {
 }
 
 fn ask_prediction(ex: &Exercise, prediction: &Prediction, given: Option<f64>) -> Result<f64> {
-    println!("predict: {}  [{}]", prediction.question, prediction.unit);
+    let question = format!("{}  [{}]", prediction.question, prediction.unit);
+    println!("{}", gemm_ladder::error::wrapped_after("predict: ", &question, "  "));
     if let Some(v) = given {
         println!("your prediction: {v} {}", prediction.unit);
         return Ok(v);
@@ -124,7 +125,10 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
     let (shown, source) = match &options.file {
         Some(f) => (
             f.display().to_string(),
-            std::fs::read_to_string(f).map_err(Error::io(format!("reading {}", f.display())))?,
+            std::fs::read_to_string(f).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::Usage(format!("--file {}: no such file", f.display())),
+                _ => Error::io(format!("reading {}", f.display()))(e),
+            })?,
         ),
         None => (student_file(ex).1, read_student_file(ex)?),
     };
@@ -146,7 +150,10 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
     let mut progress = if record { Progress::load()? } else { Progress::default() };
     {
         let entry = progress.entry(ex.id);
-        entry.count_attempt(text_hash(&source));
+        // A teacher's `check --all --tree` grades the file; the attempts are the student's.
+        if std::env::var_os(crate::GRADING_VARIABLE).is_none() {
+            entry.count_attempt(text_hash(&source));
+        }
         entry.last = Some(utc_now_rfc3339());
         entry.status = Some(FAIL.into());
         // Overwritten below unless the process never comes back (a hang ends it with exit code 3).
@@ -169,15 +176,19 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
             if let (Some(p), Some(predicted)) = (&ex.prediction, prediction) {
                 println!("\n  {:<16}{predicted} {}", "you predicted:", p.unit);
                 match outcome.measurement {
-                    Some(m) => println!("  {:<16}{m:.3} {}", "measured:", p.unit),
+                    Some(m) => println!("  {:<16}{} {}", "measured:", crate::report::number(Some(m)), p.unit),
                     None => println!("  {:<16}nothing yet (needs a GPU and the timing loop)", "measured:"),
                 }
-                println!("  {:<16}{}", "the chapter:", p.chapter_answer);
+                let label = format!("  {:<16}", "the chapter:");
+                println!(
+                    "{}",
+                    gemm_ladder::error::wrapped_after(&label, p.chapter_answer, &" ".repeat(18))
+                );
             }
-            println!("\n{}", outcome.summary);
+            println!("\n{}", gemm_ladder::error::wrapped(&outcome.summary, "  "));
             if outcome.status == PASS {
                 if let Some(answer) = ex.answer {
-                    println!("  why: {answer}");
+                    println!("{}", gemm_ladder::error::wrapped_after("  why: ", answer, "  "));
                 }
                 println!(
                     "  the lesson as a diff: `cargo run --release --bin exercise -- solution {}`",
@@ -344,7 +355,7 @@ fn compile_only(ex: &Exercise, file: &KernelFile, source: &str, why: &Error) -> 
     }
     let left = match (ex.completes_without_gpu(), unchanged) {
         (true, false) => "your file is not the unchanged starter, so verifying it needs a GPU",
-        (true, true) => "its register count needs ptxas (`pip install nvidia-cuda-nvcc`) or a GPU",
+        (true, true) => "its register count needs ptxas (`pip install \"nvidia-cuda-nvcc==13.*\"`) or a GPU",
         (false, _) => "verification needs a GPU",
     };
     Ok(Outcome {
@@ -518,6 +529,8 @@ pub fn check_all(options: &CheckOptions) -> Result<Ending> {
             let no_time = options.no_time || !ex.quantity().is_some_and(|q| q.needs_timing());
             let out = Command::new(&me)
                 .args(options.command_line(ex.id, recorded, no_time))
+                // One line per summary, which `reason` reads (the lines here are cut to fit).
+                .env("COLUMNS", "100000")
                 .stdin(Stdio::null())
                 .output()
                 .map_err(Error::io("running `exercise check`"))?;

@@ -31,6 +31,9 @@ const HANG_SECONDS: &str = "10";
 /// Names the folder the student's files are in, instead of `exercises/` at the crate root.
 const FOLDER_VARIABLE: &str = "GEMM_LADDER_EXERCISES";
 
+/// Set by `check --all --tree` for its children: a teacher's check, which counts no attempt.
+pub const GRADING_VARIABLE: &str = "GEMM_LADDER_GRADING";
+
 /// `--help`'s closing text: the loop, the variables, and every exit status.
 const AFTER_HELP: &str = "\
 The loop: `exercise` (or `start NN.K`) writes the first exercise not yet passed into exercises/;
@@ -44,7 +47,7 @@ Files: GEMM_LADDER_EXERCISES=DIR is the student's folder (default exercises/ in 
 GEMM_LADDER_EXERCISE_PROGRESS=FILE the progress file (default .exercise-progress.json there).
 
 Without a GPU, `check` compiles and assembles your file and stops there (exit status 6): only an
-exercise marked in `list`'s \"no GPU\" column can be completed without one.
+exercise marked * in `list`'s \"runs on\" column can be completed without one.
 
 Exit status:
   0  done; `check`: passed; `check --all`: every exercise passed
@@ -75,7 +78,10 @@ struct Args {
 enum Command {
     /// Write an exercise's starter into exercises/ (kept if it is there already): `NN.K`, or without
     /// it the first exercise not yet passed.
-    Start { id: Option<String> },
+    Start {
+        /// The exercise, `05.1` (`5.1` works too); without it, the first not yet passed.
+        id: Option<String>,
+    },
     /// Every exercise: id, kind, title, your status, hints, and whether it needs a GPU.
     List,
     /// Compile your file and, on a GPU, verify it at three shapes and time it beside the step's
@@ -87,26 +93,36 @@ enum Command {
         /// Every exercise of the student's folder, each in its own process, then a summary.
         #[arg(long, conflicts_with_all = ["id", "file", "predict"])]
         all: bool,
-        /// With --all: a student's copy of the crate, whose exercises/ are checked and whose progress
-        /// file records the checks.
+        /// With --all: a student's copy of the crate, whose exercises/ are checked again here and
+        /// whose progress file records the results (its attempt counts left as they are).
         #[arg(long)]
         tree: Option<PathBuf>,
         #[command(flatten)]
         options: CheckOptions,
     },
     /// The next hint (one more each time).
-    Hint { id: String },
+    Hint {
+        /// The exercise, `05.1`.
+        id: String,
+    },
     /// Write the starter again, made from the current kernel (your version is kept as FILE.bak).
-    Reset { id: String },
+    Reset {
+        /// The exercise, `05.1`.
+        id: String,
+    },
     /// Check on every save (polls every 500 ms; Ctrl-C to stop), and move on to the next exercise
     /// not yet passed when a check passes; without an id, start at the first not yet passed.
     Watch {
+        /// The exercise to start at, `05.1`; without it, the first not yet passed.
         id: Option<String>,
         #[command(flatten)]
         options: CheckOptions,
     },
     /// The lesson, once the exercise has passed: your starter against the solution, as a diff.
-    Solution { id: String },
+    Solution {
+        /// The exercise, `05.1`.
+        id: String,
+    },
     /// Your progress as a table (or CSV) a teacher can collect; `--merge` gathers a class.
     Report {
         /// Comma-separated values (RFC 4180) instead of a table.
@@ -159,6 +175,18 @@ fn run(command: Command) -> Result<Ending> {
         } => {
             if let Some(tree) = tree {
                 use_tree(&tree)?;
+                println!(
+                    "{}",
+                    gemm_ladder::error::wrapped(
+                        &format!(
+                            "Grading {}: each file is checked again here, and the results replace the \
+                             statuses in its progress file, which are otherwise the student's own word (a \
+                             student can edit that file); the student's attempt counts are left alone.",
+                            tree.display()
+                        ),
+                        ""
+                    )
+                );
             }
             check::check_all(&options)
         }
@@ -239,6 +267,7 @@ fn use_tree(tree: &Path) -> Result<()> {
     // Before any thread is started: `check --all` reads them, and its children inherit them.
     std::env::set_var(FOLDER_VARIABLE, folder);
     std::env::set_var(progress::VARIABLE, tree.join(progress::FILE_NAME));
+    std::env::set_var(GRADING_VARIABLE, "1");
     Ok(())
 }
 
@@ -253,8 +282,23 @@ fn find(id: &str) -> Result<&'static Exercise> {
 // start, list, hint, reset, solution
 // ---------------------------------------------------------------------------------------------
 
-/// The mark in `list`'s "no GPU" column for an exercise that can be completed without a GPU.
-const WITHOUT_GPU: &str = "yes";
+/// The mark in `list`'s "runs on" column for an exercise that can be completed without a GPU.
+const WITHOUT_GPU: &str = "*";
+
+/// The GPUs exercise `ex` runs on, in `list`'s "runs on" column, marked [`WITHOUT_GPU`] where it can
+/// also be completed without one.
+fn runs_on(ex: &Exercise) -> String {
+    use gemm_ladder::run::registry::Targets;
+    let gpus = match ex.kernel().targets {
+        Targets::AnyGpu => "sm_80+",
+        Targets::Hopper => "sm_90a",
+        Targets::Blackwell => "sm_100a",
+    };
+    match ex.completes_without_gpu() {
+        true => format!("{gpus} {WITHOUT_GPU}"),
+        false => gpus.to_string(),
+    }
+}
 
 #[derive(Tabled)]
 struct ListRow {
@@ -263,8 +307,8 @@ struct ListRow {
     title: &'static str,
     status: String,
     hints: String,
-    #[tabled(rename = "no GPU")]
-    without_gpu: &'static str,
+    #[tabled(rename = "runs on")]
+    runs_on: String,
 }
 
 fn list() -> Result<()> {
@@ -274,17 +318,13 @@ fn list() -> Result<()> {
             id: e.id,
             kind: e.kind.describe(),
             title: e.title,
-            status: match progress.exercises.get(e.id).and_then(|p| p.status.clone()) {
-                Some(status) => status,
-                None if student_file(e).0.is_file() => progress::NOT_TRIED.into(),
-                None => "not started".into(),
-            },
+            status: progress.status(e.id).to_string(),
             hints: format!(
                 "{}/{}",
                 progress.exercises.get(e.id).map_or(0, |p| p.hints_shown),
                 e.hints.len()
             ),
-            without_gpu: if e.completes_without_gpu() { WITHOUT_GPU } else { "" },
+            runs_on: runs_on(e),
         })
         .collect();
     println!("{}", Table::new(rows).with(Style::rounded()));
@@ -292,11 +332,12 @@ fn list() -> Result<()> {
     println!(
         "\
 Your files: {folder}/NN_K_name.cu
-Status: pass, fail, compiled (compiles and assembles; not verified: no GPU), not tried, not started
-(no file yet). Complete means passed: verified on a GPU, except where \"no GPU\" says {WITHOUT_GPU}: the
-answer is ptxas's register count, and the unchanged starter is a correct variant the tests verify
-on a GPU, so `check` passes it without one. Without a GPU every other exercise compiles and
-assembles, and stops there.
+Status: pass, fail, compiled (compiles and assembles; not verified: no GPU), not started (no file
+yet, or not checked yet). Runs on: sm_80+ any NVIDIA GPU of compute capability 8.0 or newer (A100,
+L4, RTX 30/40/50, H100, H200); sm_90a a Hopper GPU (H100, H200). Complete means passed: verified on
+a GPU, except where {WITHOUT_GPU} marks it: the answer is ptxas's register count, and the unchanged
+starter is a correct variant the tests verify on a GPU, so `check` passes it without one. Without a
+GPU every other exercise compiles and assembles, and stops there.
 `cargo run --release --bin exercise -- start NN.K` writes the file; edit it, then `check NN.K`."
     );
     Ok(())
@@ -313,9 +354,9 @@ fn hint(id: &str) -> Result<()> {
         return Ok(());
     }
     println!(
-        "exercise {} · hint {next} of {total}:\n  {}",
+        "exercise {} · hint {next} of {total}:\n{}",
         ex.id,
-        ex.hints[next as usize - 1]
+        gemm_ladder::error::wrapped_after("  ", ex.hints[next as usize - 1], "  ")
     );
     if entry.hints_shown >= total {
         println!("(that was the last one)");
@@ -336,8 +377,14 @@ fn open_exercise(ex: &Exercise) -> Result<()> {
         ex.title
     );
     if path.is_file() {
+        let unchanged = std::fs::read_to_string(&path).ok() == ex.starter().ok();
+        let what = if unchanged {
+            "the starter, unchanged"
+        } else {
+            "with your work in it"
+        };
         println!(
-            "  {shown} is there already, with your work in it (`exercise reset {}` starts over)",
+            "  {shown} is there already, {what} (`exercise reset {}` starts over)",
             ex.id
         );
     } else {
@@ -371,15 +418,18 @@ fn reset(id: &str) -> Result<()> {
     let ex = find(id)?;
     let starter = ex.starter()?;
     let (path, shown) = student_file(ex);
-    if let Ok(current) = std::fs::read_to_string(&path) {
-        if current == starter {
-            println!("{shown} is already the starter");
-            return Ok(());
-        }
-        let backup = PathBuf::from(format!("{}.bak", path.display()));
-        std::fs::write(&backup, current).map_err(Error::io(format!("writing {}", backup.display())))?;
-        println!("your version is kept in {shown}.bak");
+    let Ok(current) = std::fs::read_to_string(&path) else {
+        write_starter(ex, &path)?;
+        println!("wrote {shown}, the starter (there was no file to reset)");
+        return Ok(());
+    };
+    if current == starter {
+        println!("{shown} is already the starter");
+        return Ok(());
     }
+    let backup = PathBuf::from(format!("{}.bak", path.display()));
+    std::fs::write(&backup, current).map_err(Error::io(format!("writing {}", backup.display())))?;
+    println!("your version is kept in {shown}.bak");
     write_starter(ex, &path)?;
     println!("{shown} is the starter again, made from the current kernel");
     Ok(())
@@ -398,11 +448,12 @@ fn solution(id: &str) -> Result<()> {
     }
     println!("exercise {} · {} · {}: the lesson", ex.id, ex.kind.describe(), ex.title);
     print!("{}", ex.lesson()?);
-    match (ex.answer, &ex.prediction) {
-        (Some(answer), _) => println!("why: {answer}"),
-        (None, Some(p)) => println!("the chapter: {}", p.chapter_answer),
-        (None, None) => {}
-    }
+    let why = match (ex.answer, &ex.prediction) {
+        (Some(answer), _) => format!("why: {answer}"),
+        (None, Some(p)) => format!("the chapter: {}", p.chapter_answer),
+        (None, None) => return Ok(()),
+    };
+    println!("{}", gemm_ladder::error::wrapped(&why, "  "));
     Ok(())
 }
 

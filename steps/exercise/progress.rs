@@ -20,7 +20,8 @@ pub const PASS: &str = "pass";
 pub const FAIL: &str = "fail";
 /// Compiled and assembled, not run: no GPU.
 pub const COMPILED: &str = "compiled";
-pub const NOT_TRIED: &str = "not tried";
+/// Never checked (whether or not `start` has written the file): `list`, `report` and `solution` alike.
+pub const NOT_STARTED: &str = "not started";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Progress {
@@ -87,12 +88,12 @@ impl Progress {
         self.exercises.entry(id.to_string()).or_default()
     }
 
-    /// The exercise's status: [`PASS`], [`FAIL`], [`COMPILED`] or [`NOT_TRIED`].
+    /// The exercise's status: [`PASS`], [`FAIL`], [`COMPILED`] or [`NOT_STARTED`].
     pub fn status(&self, id: &str) -> &str {
         self.exercises
             .get(id)
             .and_then(|e| e.status.as_deref())
-            .unwrap_or(NOT_TRIED)
+            .unwrap_or(NOT_STARTED)
     }
 
     /// The first exercise, in ladder order, that has not passed; `None` when all have.
@@ -115,7 +116,8 @@ impl Progress {
 
 impl Entry {
     /// Records a check of a file whose content hashes to `hash`: one more attempt only when the
-    /// content differs from the last attempt's (`watch` re-checks, a teacher's `check --all`).
+    /// content differs from the last attempt's (`watch` re-checks; a teacher's `check --all --tree`
+    /// does not call it at all).
     pub fn count_attempt(&mut self, hash: String) {
         if self.checked_hash.as_ref() != Some(&hash) {
             self.attempts += 1;

@@ -2,7 +2,7 @@
 //! exercise, the student named in each row); `report --merge FILES…`: several students' CSV reports
 //! as one class, in one CSV or in tables.
 
-use crate::progress::{self, Progress, COMPILED, FAIL, NOT_TRIED, PASS};
+use crate::progress::{self, Progress, COMPILED, FAIL, NOT_STARTED, PASS};
 use crate::root;
 use gemm_ladder::error::{Error, Result};
 use gemm_ladder::run::exercise::{self, Quantity};
@@ -101,6 +101,11 @@ pub fn write_csv(rows: &[Row], out: impl std::io::Write) -> Result<()> {
 pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
     let shown = path.display();
     let not_a_report = |why: String| Error::Usage(format!("{shown} is not a report of `exercise report --csv`: {why}"));
+    if !path.is_file() {
+        return Err(Error::Usage(format!(
+            "{shown}: no such file (name the files `exercise report --csv` wrote)"
+        )));
+    }
     let mut reader = csv::Reader::from_path(path).map_err(|e| not_a_report(e.to_string()))?;
     let header = reader.headers().map_err(|e| not_a_report(e.to_string()))?;
     if header.iter().ne(HEADER) {
@@ -127,13 +132,21 @@ struct StudentRow {
     prediction: String,
 }
 
-fn number(v: Option<f64>) -> String {
+pub fn number(v: Option<f64>) -> String {
     v.map_or("—".into(), |v| {
         format!("{v:.3}")
             .trim_end_matches('0')
             .trim_end_matches('.')
             .to_string()
     })
+}
+
+/// `n` and `thing`, plural where `n` is not 1: `1 file`, `2 files`.
+fn count(n: usize, thing: &str) -> String {
+    match n {
+        1 => format!("1 {thing}"),
+        n => format!("{n} {thing}s"),
+    }
 }
 
 /// `2026-11-24T08:50:49Z` as `2026-11-24 08:50`, to keep the table narrow.
@@ -158,6 +171,7 @@ pub fn report(csv: bool, student: Option<&str>) -> Result<()> {
             hints: format!("{}/{}", row.hints_used, e.hints.len()),
             last: minutes(row.last_checked.as_deref()),
             prediction: match e.quantity() {
+                Some(_) if row.prediction.is_none() && row.measurement.is_none() => "—".into(),
                 Some(q) => format!(
                     "{} vs {} {}",
                     number(row.prediction),
@@ -207,7 +221,7 @@ struct Tally {
     passed: usize,
     compiled: usize,
     failed: usize,
-    not_tried: usize,
+    not_started: usize,
     attempts: u32,
     hints: u32,
     last: Option<String>,
@@ -219,7 +233,7 @@ impl Tally {
             PASS => self.passed += 1,
             COMPILED => self.compiled += 1,
             FAIL => self.failed += 1,
-            _ => self.not_tried += 1,
+            _ => self.not_started += 1,
         }
         self.attempts += row.attempts;
         self.hints += row.hints_used;
@@ -236,8 +250,8 @@ struct ClassRow {
     passed: String,
     compiled: usize,
     failed: usize,
-    #[tabled(rename = "not tried")]
-    not_tried: usize,
+    #[tabled(rename = "not started")]
+    not_started: usize,
     attempts: u32,
     hints: u32,
     #[tabled(rename = "last (UTC)")]
@@ -251,8 +265,8 @@ struct ExerciseRow {
     passed: String,
     compiled: usize,
     failed: usize,
-    #[tabled(rename = "not tried")]
-    not_tried: usize,
+    #[tabled(rename = "not started")]
+    not_started: usize,
     attempts: u32,
     hints: u32,
 }
@@ -288,13 +302,13 @@ pub fn merge(files: &[PathBuf], csv: bool) -> Result<()> {
     let of = |passed: usize, tally: &Tally| {
         format!(
             "{passed} of {}",
-            tally.passed + tally.compiled + tally.failed + tally.not_tried
+            tally.passed + tally.compiled + tally.failed + tally.not_started
         )
     };
     println!(
-        "class report · {} students · {} files · {}",
-        students.len(),
-        files.len(),
+        "class report · {} · {} · {}",
+        count(students.len(), "student"),
+        count(files.len(), "file"),
         utc_now_rfc3339()
     );
     let by_student: Vec<ClassRow> = students
@@ -304,7 +318,7 @@ pub fn merge(files: &[PathBuf], csv: bool) -> Result<()> {
             passed: of(t.passed, t),
             compiled: t.compiled,
             failed: t.failed,
-            not_tried: t.not_tried,
+            not_started: t.not_started,
             attempts: t.attempts,
             hints: t.hints,
             last: minutes(t.last.as_deref()),
@@ -319,7 +333,7 @@ pub fn merge(files: &[PathBuf], csv: bool) -> Result<()> {
             passed: of(t.passed, t),
             compiled: t.compiled,
             failed: t.failed,
-            not_tried: t.not_tried,
+            not_started: t.not_started,
             attempts: t.attempts,
             hints: t.hints,
         })
@@ -327,7 +341,7 @@ pub fn merge(files: &[PathBuf], csv: bool) -> Result<()> {
     println!("{}", Table::new(by_exercise).with(Style::rounded()));
     println!(
         "Per student, counts of exercises; per exercise, counts of students. passed: the last check\n\
-         passed; compiled: compiles and assembles, not verified (no GPU); {NOT_TRIED}: never checked."
+         passed; compiled: compiles and assembles, not verified (no GPU); {NOT_STARTED}: never checked."
     );
     Ok(())
 }
@@ -363,5 +377,9 @@ mod tests {
         assert_eq!(number(Some(1.0004)), "1");
         assert_eq!(number(None), "—");
         assert_eq!(minutes(Some("2026-11-24T08:50:49Z")), "2026-11-24 08:50");
+        assert_eq!(
+            (count(1, "file"), count(2, "student")),
+            ("1 file".into(), "2 students".into())
+        );
     }
 }
