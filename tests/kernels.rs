@@ -12,14 +12,22 @@ use gemm_ladder::error::Error;
 use gemm_ladder::run::registry::{KernelFile, Targets};
 use gemm_ladder::run::steps;
 
-/// Kernels allowed to spill, each with the bytes it spills and why. A step's own kernels never are;
-/// an alternative may be, when it is kept to be measured as built and the book shows its local memory
-/// (the alternatives table's registers column).
-const MAY_SPILL: &[(&str, u32, &str)] = &[(
-    "steps/step11_mxfp8/sm90_fused.cu",
-    208,
-    "step 11's fully fused design: 128 accumulators and 2 × 32 A fragments leave too few of a consumer's 240 registers for the loop-invariant addresses, spilled outside the main loop",
-)];
+/// Kernels allowed to spill, each with the most bytes it may spill and why. A step's own kernels do
+/// not, unless a measurement shows the spill-free build to be slower (then the chapter says so); an
+/// alternative may, when it is kept to be measured as built and the book shows its local memory (the
+/// alternatives table's registers column).
+const MAY_SPILL: &[(&str, u32, &str)] = &[
+    (
+        "steps/step11_mxfp8/sm90_fused.cu",
+        208,
+        "step 11's fully fused design: 128 accumulators and 2 × 32 A fragments leave too few of a consumer's 240 registers for the loop-invariant addresses, spilled outside the main loop",
+    ),
+    (
+        "steps/step10_persistent/sm90.cu",
+        320,
+        "step 10: 128 accumulators and a held half tile leave a consumer few of its 232 registers, and the producer has 40; a few loop-invariant scalars are spilled outside the main loop. The spill-free builds measured (chapter 10b) made the producer's K-tile count signed and needed 2.5 % more cycles at 4096³",
+    ),
+];
 
 /// Compiles `file` for `arch` with NVRTC and checks the PTX and cubin; assembles the PTX with ptxas
 /// and checks its report. Returns whether ptxas was there to assemble it.
@@ -46,11 +54,18 @@ fn compile_and_assemble(file: &KernelFile, arch: Arch) -> bool {
     );
     match nvrtc::assemble(&ptx.bytes, arch, file.path).unwrap_or_else(|e| panic!("{e}")) {
         Some(report) => {
+            // A planted kernel (`path+bug`) is never timed: only that it assembles matters.
+            let planted = file.path.contains('+');
             match MAY_SPILL.iter().find(|(path, _, _)| *path == file.path) {
-                // Exactly the known amount: more is a regression, less means the entry can go.
-                Some((_, bytes, _)) => {
-                    assert_eq!(report.spill_bytes, *bytes, "{} on {arch}: spills changed", file.path)
-                }
+                _ if planted => {}
+                // At most the known amount: more is a regression.
+                Some((_, bytes, _)) => assert!(
+                    report.spill_bytes <= *bytes,
+                    "{} ({:?}) on {arch}: spills {} bytes, more than {bytes}",
+                    file.path,
+                    file.defines,
+                    report.spill_bytes
+                ),
                 None => {
                     assert_eq!(
                         report.spill_bytes, 0,

@@ -36,11 +36,11 @@
 //
 // Three changes inside a tile, each measured (chapter 10b). A consumer no longer leaves a wgmma group
 // in flight (MMA_IN_FLIGHT). The epilogue is no longer a pause between tiles: a consumer rounds its
-// finished tile to bf16 into registers (`held`, half the registers of the accumulators), stores the
-// first half of it, and stores the rest one chunk at a time while the next tile's first K tiles run
-// on the tensor cores: the Hopper counterpart of Blackwell's second accumulator in TMEM. And the main loop's
-// own arithmetic is unsigned and 32-bit: between two wgmmas there is only the descriptors' low word
-// to add.
+// finished tile to bf16 into registers (`held`, half the registers of the accumulators), stores its
+// first chunk at once and the others one at a time while the next tile's first K tiles run on the
+// tensor cores: the Hopper counterpart of Blackwell's second accumulator in TMEM. And both roles' loop
+// arithmetic is unsigned and 32-bit, and a K tile's four wgmmas are one statement (WgmmaK64), so that
+// between two wgmmas there is nothing to compute.
 // Everything else is step 09's.
 #include "common.cuh"
 #include "mbarrier.cuh"
@@ -100,7 +100,6 @@ enum : int {
     C_BOX_BYTES = WG_ROWS * SWIZZLE_BYTES,
     C_BOXES = BN / C_BOX_COLUMNS,
     C_STAGING_BYTES = CONSUMERS * C_BUFFERS * C_BOX_BYTES,
-    HELD_FROM = 1,                       // chunks 0 .. HELD_FROM-1 go out at a tile's end, the rest later
 };
 static_assert(WG_ROWS == 64, "each consumer computes one 64-row wgmma tile");
 static_assert(BN == 256 || BN == 128 || BN == 64, "one wgmma m64nBNk16 covers the tile's columns");
@@ -215,18 +214,12 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
     // The grid is one row of clusters, as many as fit on the GPU at once (or as there are tiles).
     const int cluster = blockIdx.x / CLUSTER;
     const int clusters = gridDim.x / CLUSTER;
-    auto tile_order = [&] {
-        int m = M, n = N;
-        // A clustered build makes the order again where it is used rather than keep it in a register
-        // through both roles' loops (kept, it spilled there).
-        if (CLUSTER > 1) asm volatile("" : "+r"(m), "+r"(n));
-        return TileOrder{(m + CLUSTER_M * BM - 1) / (CLUSTER_M * BM), (n + CLUSTER_N * BN - 1) / (CLUSTER_N * BN)};
-    };
-    const Schedule schedule{tile_order().count(), (K + BK - 1) / BK, clusters, dp_tiles, sk_clusters};
+    const TileOrder order{(M + CLUSTER_M * BM - 1) / (CLUSTER_M * BM), (N + CLUSTER_N * BN - 1) / (CLUSTER_N * BN)};
+    const Schedule schedule{order.count(), (K + BK - 1) / BK, clusters, dp_tiles, sk_clusters};
     // This block's rows and columns of C in tile `index`.
     auto origin = [&](int index, int& m0, int& n0) {
         int tile_m, tile_n;
-        tile_order().locate(index, tile_m, tile_n);
+        order.locate(index, tile_m, tile_n);
         m0 = (tile_m * CLUSTER_M + rank % CLUSTER_M) * BM;
         n0 = (tile_n * CLUSTER_N + rank / CLUSTER_M) * BN;
     };
@@ -255,14 +248,14 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // K tiles across pieces, so stage and parity run on where the previous piece left them.
         setmaxnreg_dec<PRODUCER_REGISTERS>();
         if (tid == 0) {
-            int it = 0;
+            u32 it = 0;  // unsigned: stage and parity are a mask and a shift, no sign to carry
             WorkList work(schedule, cluster);
             Work w;
             while (work.next(w)) {
                 int m0, n0;
                 origin(w.tile, m0, n0); TIMELINE_STAMP(TL_TILE_START);
                 for (int t = w.k_begin; t < w.k_end; ++t, ++it) {
-                    const int stage = it % STAGES;
+                    const u32 stage = it % STAGES;
                     const u32 parity = (it / STAGES) & 1;
                     mbarrier_wait(&empty[stage], parity ^ 1);
                     mbarrier_arrive_expect_bytes(&full[stage], STAGE_BYTES);
@@ -326,7 +319,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
 
         // The last tile's result, rounded to bf16 and packed two to a register, waiting to be stored
         // while the next tile's first K tiles run (below: `held`): half the registers of `acc`, of
-        // which the first half's are free again as soon as it is stored.
+        // which the first chunk's are free again as soon as it is stored.
         u32 held[BN / 4];
         bool holding = false;   // `held` is a tile not yet stored
         int held_row0 = 0, held_n0 = 0;
@@ -388,10 +381,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 mbarrier_wait(&full[stage], (it / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
                 wgmma_fence_operands(acc);
                 wgmma_fence();
-                #pragma unroll
-                for (int s = 0; s < BK / 16; ++s) {
-                    Wgmma<BN>::mma(acc, a_desc(stage, s), b_desc(stage, s), (t > w.k_begin || s > 0) ? 1 : 0);
-                }
+                static_assert(BK == 64, "one WgmmaK64 covers the K tile");
+                WgmmaK64<BN>::mma(acc, a_desc(stage, 0), b_desc(stage, 0), t > w.k_begin ? 1 : 0);
                 wgmma_commit(); TIMELINE_STAMP(TL_MMA_ISSUED);
             };
             auto retire = [&](int t) {
@@ -406,7 +397,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 // chunk of it is staged and stored while each K tile's MMAs run (and the other
                 // consumer's), so the tensor cores do not wait for it.
                 #pragma unroll
-                for (int c = HELD_FROM; c < C_BOXES; ++c) {
+                for (int c = 1; c < C_BOXES; ++c) {
                     const bool issued = t < w.k_end;
                     if (issued) issue(t);
                     store_held_chunk(c);
@@ -465,26 +456,18 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             if (use_tma_store) {
                 // ANCHOR: hold
                 // Round the tile to bf16 and keep it, packed, for the next piece's first K tiles to
-                // store: the accumulators are free for that piece's MMAs at once. The first half
-                // goes out now, from registers that are free again at once: holding the whole tile
-                // leaves too few registers for the rest of the loop (it spilled).
-                auto hold_chunk = [&](int c) {
-                    #pragma unroll
-                    for (int j = 8 * c; j < 8 * c + 8; ++j) {
-                        held[2 * j] = pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]);
-                        held[2 * j + 1] = pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
-                    }
-                };
+                // store: the accumulators are free for that piece's MMAs at once. The first chunk goes
+                // out now, so that its registers are free again (holding all four, a consumer ran out
+                // of registers in the main loop).
                 #pragma unroll
-                for (int c = HELD_FROM; c < C_BOXES; ++c) hold_chunk(c);
+                for (int j = 0; j < BN / 8; ++j) {
+                    held[2 * j] = pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]);
+                    held[2 * j + 1] = pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
+                }
                 holding = true;
                 held_row0 = row0;
                 held_n0 = n0;
-                #pragma unroll
-                for (int c = 0; c < HELD_FROM; ++c) {
-                    hold_chunk(c);
-                    store_held_chunk(c);
-                }
+                store_held_chunk(0);
                 // ANCHOR_END: hold
             } else {
                 // N % 8 != 0: no tensor map for C. Step 05's direct stores, for this consumer's 64 rows.
@@ -513,7 +496,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // The last tile has no next piece to hide under: its chunks go out now.
         if (holding) {
             #pragma unroll
-            for (int c = HELD_FROM; c < C_BOXES; ++c) store_held_chunk(c);
+            for (int c = 1; c < C_BOXES; ++c) store_held_chunk(c);
         }
         // The block's shared memory must outlive the last stores' reads.
         if (use_tma_store && ctid == 0) tma_store_wait_read<0>();
