@@ -2,6 +2,26 @@
 #pragma once
 #include "wgmma.cuh"
 
+// wgmma.cuh keeps its operand lists to itself (it undefines them); the same lists, for this file.
+// "%t0, %t1, ..., %t9" for a tens digit t (empty for 0 .. 9).
+#define WGMMA_OPERANDS_10(t) \
+    "%" #t "0, %" #t "1, %" #t "2, %" #t "3, %" #t "4, %" #t "5, %" #t "6, %" #t "7, %" #t "8, %" #t "9"
+#define WGMMA_D32 WGMMA_OPERANDS_10() ", " WGMMA_OPERANDS_10(1) ", " WGMMA_OPERANDS_10(2) ", %30, %31"
+#define WGMMA_D64                                                                                      \
+    WGMMA_OPERANDS_10() ", " WGMMA_OPERANDS_10(1) ", " WGMMA_OPERANDS_10(2) ", " WGMMA_OPERANDS_10(3) \
+    ", " WGMMA_OPERANDS_10(4) ", " WGMMA_OPERANDS_10(5) ", %60, %61, %62, %63"
+#define WGMMA_D128                                                                                     \
+    WGMMA_OPERANDS_10() ", " WGMMA_OPERANDS_10(1) ", " WGMMA_OPERANDS_10(2) ", " WGMMA_OPERANDS_10(3) \
+    ", " WGMMA_OPERANDS_10(4) ", " WGMMA_OPERANDS_10(5) ", " WGMMA_OPERANDS_10(6) ", "                 \
+    WGMMA_OPERANDS_10(7) ", " WGMMA_OPERANDS_10(8) ", " WGMMA_OPERANDS_10(9) ", "                      \
+    WGMMA_OPERANDS_10(10) ", " WGMMA_OPERANDS_10(11) ", %120, %121, %122, %123, %124, %125, %126, %127"
+
+// The matching read-write operand lists: registers d[i] .. d[i + 7], d[i] .. d[i + 31], ...
+#define WGMMA_RW_8(d, i)                                                                               \
+    "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]),         \
+        "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+#define WGMMA_RW_32(d, i) WGMMA_RW_8(d, i), WGMMA_RW_8(d, (i) + 8), WGMMA_RW_8(d, (i) + 16), WGMMA_RW_8(d, (i) + 24)
+
 // ANCHOR: wgmma_k64
 // A whole 128-byte swizzled K tile (64 bf16 of K): four m64nNk16 in one asm statement, the k16 slices
 // 32 bytes apart, so each descriptor is the first one plus 2, 4 or 6 in its address field (16-byte
@@ -58,3 +78,11 @@ struct WgmmaK64<256> {
     }
 };
 // ANCHOR_END: wgmma_k64
+
+#undef WGMMA_OPERANDS_10
+#undef WGMMA_D32
+#undef WGMMA_D64
+#undef WGMMA_D128
+#undef WGMMA_RW_8
+#undef WGMMA_RW_32
+#undef WGMMA_BF16_K64_ASM
