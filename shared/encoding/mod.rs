@@ -324,7 +324,7 @@ mod tests {
     fn k_major_offsets_match_the_canonical_layouts() {
         // No swizzle, 128 rows of 16-byte K-columns: LBO = 128 × 16 = 2048 (K-neighbour core matrices),
         // SBO = 128 (8 rows × 16 B). CUTLASS make_umma_desc/make_gmma_desc K-major INTERLEAVE
-        // ((8,n),2):((1,SBO),LBO); seed 003 "LBO = height * 16, SBO = 8 * 16".
+        // ((8,n),2):((1,SBO),LBO); “tcgen05 for dummies” (gau-nernst): "LBO = height * 16, SBO = 8 * 16".
         assert_eq!(
             k_major_offsets(128, SmemSwizzle::None),
             Offsets {

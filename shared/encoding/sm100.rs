@@ -364,7 +364,7 @@ mod tests {
     #[test]
     fn instr_descriptor_worked_value() {
         // BF16 × BF16 -> F32, both K-major, M=128, N=256: 1<<4 | 1<<7 | 1<<10 | 32<<17 | 8<<24.
-        // Also what seed 003 builds by hand for the same instruction.
+        // Also what “tcgen05 for dummies” (gau-nernst) builds by hand for the same instruction.
         assert_eq!(
             idesc(AccumType::F32, BF16, BF16, Major::K, Major::K, 128, 256),
             0x0840_0490

@@ -31,7 +31,7 @@ pub const EXERCISES: &[Exercise] = &[
         answer: Some("Chunk c % 8 (16 bytes) of row `row` of a 128-byte swizzled box lies at row·128 + ((c % 8) XOR (row % 8))·16: swizzle_128b_offset(row, chunk % 8), the layout the TMA wrote the operand tiles in and the one C's tensor map (TmaSwizzle::B128) reads back."),
         hints: &[
             "The TMA store reads each box back through C's tensor map, which step.rs builds with the 128-byte swizzle (`store_map_for_c`): the staging box must be written in the layout the TMA wrote A and B in (chapter 05). The `____` is a compile error until you write it.",
-            "In a 128-byte swizzled box, row r starts at r · 128 and its 16-byte chunk c sits at position c XOR (r % 8) of that row. common.cuh has a helper that computes it.",
+            "In a 128-byte swizzled box, row r starts at r · 128 and its 16-byte chunk c sits at position c XOR (r % 8) of that row. stmatrix.cuh has a helper that computes it.",
             "swizzle_128b_offset(row, chunk % 8). Only the square shape takes the TMA-store path (the ragged ones have N % 8 != 0), so that is where a wrong offset fails.",
         ],
         prediction: None,

@@ -113,7 +113,7 @@ mod blackwell {
     /// Warp 0 the producer, warp 1 the MMA issuer, warps 2..5 the epilogue (they reach all 128 lanes).
     pub const THREADS: u32 = 6 * 32;
     // ANCHOR: blackwell_smem
-    /// Slots in the ring: as many as fit beside the 64 KiB staging tile of `C` (seed 001 kernel 6: 5).
+    /// Slots in the ring: as many as fit beside the 64 KiB staging tile of `C` (“Matrix Multiplication on Blackwell: Part 3”, kernel 6: 5).
     pub const STAGES: u32 = 5;
     /// A store box of `C`: one warp's 32 rows (its TMEM lanes) × 64 columns (one 128-byte swizzled row).
     pub const BOX_ROWS: u32 = 32;
