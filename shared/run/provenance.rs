@@ -196,8 +196,8 @@ mod tests {
         let leaked: &'static str = Box::leak(format!("{}\n// one more line\n", kernel.source).into_boxed_str());
         assert_ne!(source_hash(&edited(leaked, kernel.defines)), hash, "the .cu");
         assert_ne!(source_hash(&edited(kernel.source, &[])), hash, "the defines");
-        // Step 10's "in-flight" alternative is the same file with other defines.
-        let in_flight = step.alternatives.iter().find(|a| a.name == "in-flight").unwrap();
-        assert_ne!(source_hash(&in_flight.kernel), hash);
+        // Step 10's "wait-all" alternative is the same file with other defines.
+        let wait_all = step.alternatives.iter().find(|a| a.name == "wait-all").unwrap();
+        assert_ne!(source_hash(&wait_all.kernel), hash);
     }
 }

@@ -34,8 +34,7 @@
 // would leave SMs idle or compute columns that are not there) and launches the one whose modelled time
 // is least.
 //
-// Three changes inside a tile, each measured (chapter 10b). A consumer no longer leaves a wgmma group
-// in flight (MMA_IN_FLIGHT). The epilogue is no longer a pause between tiles: a consumer rounds its
+// Two changes inside a tile, each measured (chapter 10b). The epilogue is no longer a pause between tiles: a consumer rounds its
 // finished tile to bf16 into registers (`held`, half the registers of the accumulators), stores its
 // first chunk at once and the others one at a time while the next tile's first K tiles run on the
 // tensor cores: the Hopper counterpart of Blackwell's second accumulator in TMEM. And both roles' loop
@@ -374,9 +373,9 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
             // ANCHOR: consumer
             // Step 09's main loop, with stage and parity taken from the running count `it`; the first
             // MMA of each piece overwrites the accumulators. A K tile is issued, then retired: with
-            // MMA_IN_FLIGHT = 0 (step.rs) a consumer waits for all of its MMAs and releases the stage
-            // at once, a K tile sooner than step 09: the other consumer's MMAs keep the tensor cores
-            // busy while it waits, and the producer gets the stage back a K tile earlier.
+            // MMA_IN_FLIGHT = 1 (step.rs), as in step 09, a consumer keeps its newest group running
+            // and releases the stage of the one before (with 0 it would wait for all and release at
+            // once: the `wait-all` alternative).
             auto issue = [&](int t) {
                 const u32 stage = it % STAGES;
                 mbarrier_wait(&full[stage], (it / STAGES) & 1); TIMELINE_STAMP(TL_STAGE_FULL);
