@@ -657,8 +657,12 @@ mod tests {
     fn profiled(step: u8, name: &str, ncu: bool) -> StepRecord {
         let mut r = record_of(step, name, 4096, 0.3);
         let computed = computed_for_shape(r.shape);
-        let counters = ncu.then(|| {
-            let values: BTreeMap<String, f64> = [
+        let counters = ncu.then(|| NcuCounters {
+            stalls: vec![Stall {
+                reason: "long_scoreboard".into(),
+                per_issue: 3.5,
+            }],
+            ..counters_of(&[
                 ("dram_read_bytes", 150e6),
                 ("dram_write_bytes", 33.5e6),
                 ("l2_hit_rate_pct", 86.25),
@@ -667,21 +671,7 @@ mod tests {
                 ("tensor_pipe_pct", 62.5),
                 ("smem_ld_wavefronts", 2.0e6),
                 ("smem_ld_conflicts", 0.0),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-            NcuCounters {
-                tool: "Version 2025.3.1.0".into(),
-                metrics: values.keys().map(|k| (k.clone(), "x.sum".into())).collect(),
-                values,
-                stalls: vec![Stall {
-                    reason: "long_scoreboard".into(),
-                    per_issue: 3.5,
-                }],
-                kernel: None,
-                clock_control: None,
-            }
+            ])
         });
         r.profile = Some(Profile {
             source: if ncu {
@@ -731,24 +721,30 @@ mod tests {
         assert!(l2_roofline(&[]).starts_with("No step has been profiled yet"));
     }
 
-    /// cuBLAS bf16's counters as `--profile` records them beside a step's, clocks locked to base.
-    fn cublas_counters() -> NcuCounters {
-        let values: BTreeMap<String, f64> = [
-            ("cycles_elapsed", 248_512.0),
-            ("tensor_pipe_elapsed_pct", 71.5),
-            ("duration_ns", 225_000.0),
-            ("l2_hit_rate_pct", 90.0),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    /// Counters with these values, as ncu 2025.3 reports them, no stalls, no kernel name or clock setting.
+    fn counters_of(values: &[(&str, f64)]) -> NcuCounters {
+        let values: BTreeMap<String, f64> = values.iter().map(|&(k, v)| (k.to_string(), v)).collect();
         NcuCounters {
             tool: "Version 2025.3.1.0".into(),
             metrics: values.keys().map(|k| (k.clone(), "x.sum".into())).collect(),
             values,
             stalls: Vec::new(),
+            kernel: None,
+            clock_control: None,
+        }
+    }
+
+    /// cuBLAS bf16's counters as `--profile` records them beside a step's, clocks locked to base.
+    fn cublas_counters() -> NcuCounters {
+        NcuCounters {
             kernel: Some("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTN".into()),
             clock_control: Some("base".into()),
+            ..counters_of(&[
+                ("cycles_elapsed", 248_512.0),
+                ("tensor_pipe_elapsed_pct", 71.5),
+                ("duration_ns", 225_000.0),
+                ("l2_hit_rate_pct", 90.0),
+            ])
         }
     }
 
