@@ -87,6 +87,38 @@ pub enum TimingMethod {
     Alternating,
 }
 
+/// One ceiling kernel's measurement: its own count of floating-point operations per launch, and the
+/// median of its launches in the alternating loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CeilingTiming {
+    pub median_ms: f64,
+    pub runs: u32,
+    /// Floating-point operations per launch (two per multiply-add).
+    pub flops: f64,
+    /// `flops / median`, in 10¹² per second.
+    pub tflops: f64,
+}
+
+/// The `mma.sync` bf16 → fp32 ceilings of a GPU (`shared/run/mma_sync_ceiling.cu`), timed in one
+/// alternating loop with cuBLAS bf16 at the run's shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MmaSyncCeiling {
+    /// The kernels' file, from the crate root.
+    pub kernel: String,
+    /// Its [`crate::run::provenance::source_hash`] as it ran.
+    pub source_hash: String,
+    /// `mma.sync.m16n8k16` with random operands held in registers, independent accumulators.
+    pub registers: CeilingTiming,
+    /// The sm80 twins' inner loop fed by `ldmatrix.x4` from shared memory (64×64 warp tiles, eight
+    /// warps, one block per SM): the rate a twin is read against.
+    pub ldmatrix: CeilingTiming,
+    /// cuBLAS bf16 at the run's shape, in the same loop.
+    pub cublas_bf16: Timing,
+    /// The SM clock and power NVML reported during the loop.
+    #[serde(default)]
+    pub clocks: Option<ClockSummary>,
+}
+
 /// One measured run of one step at one shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
@@ -160,6 +192,11 @@ pub struct StepRecord {
     /// kernel and timed in the same loop. Written only when there are some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<AlternativeRecord>,
+    /// An sm80 twin's run: the GPU's `mma.sync` ceilings, timed beside cuBLAS right after the step in
+    /// the same process ([`crate::run::ceiling`]); the book's "× ceiling" divides by its ldmatrix-fed
+    /// rate. `None` for every other kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mma_sync_ceiling: Option<MmaSyncCeiling>,
 }
 
 /// What a step's run measured of one of its alternative designs.
@@ -234,8 +271,15 @@ impl StepRecord {
 
     /// What a new record replaces: a sweep record replaces a sweep record of the same step and shape,
     /// and a plain run a plain run, so the two kinds never overwrite each other.
-    fn key(&self) -> (u8, Shape, bool) {
-        (self.step, self.shape, self.sweep)
+    /// What a new record replaces: the same step, twin, shape and sweep. A step's sm80 twin is
+    /// recorded beside its Hopper kernel on the same GPU, not over it.
+    fn key(&self) -> (u8, bool, Shape, bool) {
+        (self.step, self.is_sm80_twin(), self.shape, self.sweep)
+    }
+
+    /// Whether the kernel recorded is a step's sm80 twin (`sm80.cu`).
+    pub fn is_sm80_twin(&self) -> bool {
+        crate::run::registry::Twin::of_kernel_path(&self.kernel) == Some(crate::run::registry::Twin::Sm80)
     }
 }
 
@@ -471,6 +515,7 @@ pub(crate) mod tests {
             mx: None,
             plan: None,
             alternatives: Vec::new(),
+            mma_sync_ceiling: None,
         }
     }
 

@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "04.1",
         step: 4,
+        targets: Targets::Hopper,
         kind: Kind::FindTheBug,
         title: "The kernel hangs",
         name: "the_kernel_hangs",
@@ -31,6 +33,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "04.2",
         step: 4,
+        targets: Targets::Hopper,
         kind: Kind::FillTheGap,
         title: "Expect the bytes",
         name: "expect_the_bytes",

@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "05.1",
         step: 5,
+        targets: Targets::Hopper,
         kind: Kind::FillTheGap,
         title: "The descriptor's step along K",
         name: "descriptor_step",
@@ -44,6 +46,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "05.2",
         step: 5,
+        targets: Targets::Hopper,
         kind: Kind::FindTheBug,
         title: "The lower half",
         name: "lower_half",

@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "06.1",
         step: 6,
+        targets: Targets::Hopper,
         kind: Kind::FillTheGap,
         title: "Swizzle the staging tile",
         name: "swizzle_the_staging_tile",
@@ -39,6 +41,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "06.2",
         step: 6,
+        targets: Targets::Hopper,
         kind: Kind::FindTheBug,
         title: "Where the boxes go",
         name: "store_box_coordinates",

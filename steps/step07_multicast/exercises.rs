@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "07.1",
         step: 7,
+        targets: Targets::Hopper,
         kind: Kind::FindTheBug,
         title: "The cluster hangs",
         name: "multicast_mask",
@@ -31,6 +33,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "07.2",
         step: 7,
+        targets: Targets::Hopper,
         kind: Kind::FillTheGap,
         title: "Which slice of B?",
         name: "which_slice_of_b",
