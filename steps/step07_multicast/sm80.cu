@@ -13,8 +13,8 @@
 //
 // Also from the Hopper twin: a ring of two stages. The copies of K tile t + 1 are issued before the
 // MMAs of tile t, into the other stage, so they fly while the tensor cores work. cp.async groups
-// replace the full barriers (wait until at most one group is in flight: the older tile has landed),
-// and the block barrier after the MMAs replaces the empty ones (nobody reads a stage being refilled).
+// replace the full barriers (wait until tile t's group has landed), and the one block barrier per K
+// tile replaces the empty ones: past it, every warp is done with the stage the next copies refill.
 // 2 × (256 + 128) × 128 bytes = 96 KiB: within the 99 KiB of an RTX 40/50 or an L4. The epilogue is
 // step 06's, its staging tile (64 KiB) in the ring's place.
 #include "common.cuh"
@@ -58,7 +58,7 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp computes whole 16×16 pairs 
 static_assert(BK * 2 == ROW_BYTES, "the 128-byte swizzle works on rows of 128 bytes: BK = 64");
 static_assert(A_PIECES % THREADS == 0 && B_PIECES % THREADS == 0, "every thread copies the same count");
 static_assert(BN % 64 == 0 && BM * BN * 2 <= STAGES * STAGE_BYTES, "C's tile fits in the operands' place");
-static_assert(STAGES == 2, "the ring's wait (cp_async_wait<1>) is written for two stages");
+static_assert(STAGES >= 2, "a ring has a stage being filled and a stage being read");
 
 // ANCHOR: load
 // Copies the K tile that starts at k0 as ROWS rows of 128 bytes, swizzled. Piece p is chunk p % 8 of
@@ -119,25 +119,31 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const 
 
     const int k_tiles = (K + BK - 1) / BK;
     // ANCHOR: ring
-    // Stage t % 2 holds K tile t: its A tile, then its B tile.
+    // Stage t % STAGES holds K tile t: its A tile, then its B tile.
     auto load_stage = [&](int t) {
         const u32 a_tile = ring + (t % STAGES) * STAGE_BYTES;
         load_tile<BM>(a_tile, A, M, K, m0, t * BK, tid);
         load_tile<BN>(a_tile + A_TILE_BYTES, B, N, K, n0, t * BK, tid);
     };
-    load_stage(0);
-    cp_async_commit();
-    for (int t = 0; t < k_tiles; ++t) {
-        // Tile t + 1 into the other stage, which every warp finished reading at t - 1 (the barrier at
-        // the end of the loop). A group is committed even when there is no tile left, so that "at most
-        // one group in flight" always means "tile t has landed".
-        if (t + 1 < k_tiles) load_stage(t + 1);
+    // The first STAGES - 1 tiles in flight, one group of copies each (two stages: tile 0).
+    for (int p = 0; p < STAGES - 1; ++p) {
+        if (p < k_tiles) load_stage(p);
         cp_async_commit();
-        cp_async_wait<1>();
+    }
+    for (int t = 0; t < k_tiles; ++t) {
+        // At most STAGES - 2 groups still in flight: this thread's copies of tile t have landed. The
+        // barrier makes everyone's visible, and tells that every warp is done with tile t - 1, whose
+        // stage the next copies reuse.
+        cp_async_wait<STAGES - 2>();
         __syncthreads();
+        // Tile t + STAGES - 1 flies while tile t is multiplied. A group is committed even when no tile
+        // is left, so that the count of groups in flight means the same in every iteration.
+        if (t + STAGES - 1 < k_tiles) load_stage(t + STAGES - 1);
+        cp_async_commit();
         const u32 a_tile = ring + (t % STAGES) * STAGE_BYTES;
         const u32 b_tile = a_tile + A_TILE_BYTES;
         // ANCHOR_END: ring
+
         // ANCHOR: mma
         #pragma unroll
         for (int s = 0; s < BK / 16; ++s) {
@@ -159,19 +165,19 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const 
                 }
             }
         }
-        // The copies issued at the top of the next iteration overwrite this stage: every warp must be
-        // done reading it first.
-        __syncthreads();
         // ANCHOR_END: mma
     }
+    // Every copy has landed (the last groups were empty) and every warp is done reading the ring
+    // before the epilogue stages C in its place.
+    cp_async_wait<0>();
+    __syncthreads();
 
     // ANCHOR: epilogue
     const MmaFragment frag(lane);
     if (N % 8 == 0) {
         // ANCHOR: stage
-        // 1. Registers -> the staging tile, in the ring's place: the main loop ended with a barrier, so
-        // no warp reads it any more, and its last group of copies was empty. Column c of the tile is in
-        // box c / 64, chunk (c % 64) / 8 of its row, at byte 2 · (c % 8) of the chunk.
+        // 1. Registers -> the staging tile, in the ring's place, free since the barrier above. Column c of
+        // the tile is in box c / 64, chunk (c % 64) / 8 of its row, at byte 2 · (c % 8) of the chunk.
         const u32 staging = ring;
         auto staged = [&](int row, int col) {
             return staging + (col / 64) * (BM * ROW_BYTES) + swizzle_128b_offset(row, (col % 64) / 8) +
