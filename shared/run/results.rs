@@ -357,6 +357,28 @@ pub fn record(book_dir: &Path, device: &DeviceInfo, records: &[StepRecord]) -> R
     Ok(path)
 }
 
+/// `files` split in two: every record but the sm80 twins', and the sm80 twins' records (files holding
+/// none are left out of the second).
+pub fn split_sm80_twins(files: Vec<ResultsFile>) -> (Vec<ResultsFile>, Vec<ResultsFile>) {
+    let mut own = Vec::with_capacity(files.len());
+    let mut sm80 = Vec::new();
+    for file in files {
+        let (twins, rest): (Vec<StepRecord>, Vec<StepRecord>) =
+            file.records.into_iter().partition(StepRecord::is_sm80_twin);
+        if !twins.is_empty() {
+            sm80.push(ResultsFile {
+                device: file.device.clone(),
+                records: twins,
+            });
+        }
+        own.push(ResultsFile {
+            device: file.device,
+            records: rest,
+        });
+    }
+    (own, sm80)
+}
+
 /// Reads one results file; a file that does not parse is an error that names it.
 pub fn load(path: &Path) -> Result<ResultsFile> {
     let text = std::fs::read_to_string(path).map_err(Error::io(format!("reading {}", path.display())))?;

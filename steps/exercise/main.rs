@@ -331,18 +331,28 @@ fn this_gpu() -> Option<(u32, u32)> {
     *GPU.get_or_init(|| gemm_ladder::device::gpu::Gpu::open().ok().map(|g| (g.major, g.minor)))
 }
 
-/// Whether `ex` runs on the GPU here: `yes`, `no`, or `no GPU`.
-fn runs_here(ex: &Exercise) -> &'static str {
+/// [`NOT_HERE`] after the "runs on" of an exercise the GPU here cannot run; nothing without a GPU.
+fn runs_here_mark(ex: &Exercise) -> &'static str {
     match this_gpu() {
-        None => "no GPU",
-        Some((major, minor)) if ex.runs_on(major, minor) => "yes",
-        Some(_) => "no",
+        Some((major, minor)) if !ex.runs_on(major, minor) => NOT_HERE,
+        _ => "",
     }
 }
+
+/// Marks, in `list`'s "runs on" column, an exercise that does not run on the GPU here.
+const NOT_HERE: &str = " ✗";
 
 /// The first exercise in scope not yet passed that can run here (any, without a GPU).
 fn first_to_do(progress: &Progress) -> Option<&'static Exercise> {
     progress.first_not_passed_where(|e| in_scope(e) && this_gpu().is_none_or(|(major, minor)| e.runs_on(major, minor)))
+}
+
+/// The exercise's kind, as short as `list`'s 100 columns need.
+fn short_kind(ex: &Exercise) -> &'static str {
+    match ex.kind {
+        exercise::Kind::PredictThenMeasure => "predict+measure",
+        _ => ex.kind.describe(),
+    }
 }
 
 #[derive(Tabled)]
@@ -355,8 +365,6 @@ struct ListRow {
     hints: String,
     #[tabled(rename = "runs on")]
     runs_on: String,
-    #[tabled(rename = "runs here")]
-    runs_here: &'static str,
 }
 
 fn list() -> Result<()> {
@@ -366,7 +374,7 @@ fn list() -> Result<()> {
         .map(|e| ListRow {
             id: e.id,
             twin: twin_of(e),
-            kind: e.kind.describe(),
+            kind: short_kind(e),
             title: e.title,
             status: progress.status(e.id).to_string(),
             hints: format!(
@@ -374,21 +382,25 @@ fn list() -> Result<()> {
                 progress.exercises.get(e.id).map_or(0, |p| p.hints_shown),
                 e.hints.len()
             ),
-            runs_on: runs_on(e),
-            runs_here: runs_here(e),
+            runs_on: runs_on(e) + runs_here_mark(e),
         })
         .collect();
     println!("{}", Table::new(rows).with(Style::rounded()));
+    let here = match this_gpu() {
+        None => "no GPU here".to_string(),
+        Some((major, minor)) => format!("{NOT_HERE} does not run on this GPU ({major}.{minor})"),
+    };
     let folder = std::env::var(FOLDER_VARIABLE).unwrap_or_else(|_| exercise::STUDENT_FOLDER.into());
     println!(
         "\
-Your files: {folder}/NN_K_name.cu
+Your files: {folder}/NN_K_name.cu ({here})
 Status: pass, fail, compiled (compiles and assembles; not verified: no GPU), not started (no file
-yet, or not checked yet). Twin: the kernel of steps 04–11 the exercise edits (hopper: sm90.cu,
-sm80: sm80.cu; `--twin sm80` lists only those). Runs on: sm_80+ any NVIDIA GPU of compute
-capability 8.0 or newer (A100, L4, RTX 30/40/50, H100, H200); sm_90a a Hopper GPU (H100, H200). Complete means passed: verified on
-a GPU, except where {WITHOUT_GPU} marks it: the answer is ptxas's register count, and the unchanged
-starter is a correct variant the tests verify on a GPU, so `check` passes it without one. Without a
+yet, or not checked yet). Twin: the kernel of steps 04–11 an exercise edits (hopper: sm90.cu,
+sm80: sm80.cu; `--twin sm80` lists only those and steps 01–03's). Runs on: sm_80+ any NVIDIA GPU
+of compute capability 8.0 or newer (A100, L4, RTX 30/40/50, H100, H200); sm_90a a Hopper GPU (H100,
+H200); ✗ marks one that does not run on the GPU here. Complete means passed: verified on a GPU,
+except where {WITHOUT_GPU} marks it: the answer is ptxas's register count, and the unchanged starter is
+a correct variant the tests verify on a GPU, so `check` passes it without one. Without a
 GPU every other exercise compiles and assembles, and stops there.
 `cargo run --release --bin exercise -- start NN.K` writes the file; edit it, then `check NN.K`."
     );
