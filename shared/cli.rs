@@ -379,8 +379,14 @@ pub fn step_main(id: u8) -> Result<()> {
     args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
     let gpu = open_for_running()?;
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
+    // The step's title is its lesson as the texts teach it; a chosen twin says which file runs.
+    let kernel = step
+        .kernel_for_device(gpu.major, gpu.minor)
+        .filter(|_| args.common.twin.is_some() && step.has_twins())
+        .map(|k| format!(" [{}]", k.path))
+        .unwrap_or_default();
     println!(
-        "{}: {} — seed {seed} (repeat with --seed {seed})",
+        "{}{kernel}: {} — seed {seed} (repeat with --seed {seed})",
         step.binary(),
         step.title
     );

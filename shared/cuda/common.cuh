@@ -53,15 +53,5 @@ __device__ __forceinline__ u32 pack_bf16x2(float low, float high) {
     return r;
 }
 
-// The 32-bit shared-memory address PTX instructions take (cp.async, ldmatrix, TMA, mbarriers), from a
-// generic pointer.
-__device__ __forceinline__ u32 smem_address(const void* pointer) {
-    u32 address;
-    asm volatile("{ .reg .u64 wide; cvta.to.shared.u64 wide, %1; cvt.u32.u64 %0, wide; }"
-                 : "=r"(address)
-                 : "l"(pointer));
-    return address;
-}
-
 // Timeline stamps (steps 08-11): empty macros unless compiled with -DTIMELINE=1.
 #include "timeline.cuh"

@@ -11,6 +11,7 @@
 // product.
 #pragma once
 #include "common.cuh"
+#include "mbarrier.cuh"  // smem_address (the mbarriers themselves are not used by the sm80 twins)
 
 // ANCHOR: copy
 // One 16-byte piece, or 16 zero bytes when `inside` is false. The source address is still formed by

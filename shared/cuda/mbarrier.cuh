@@ -8,6 +8,15 @@
 #pragma once
 #include "common.cuh"
 
+// The 32-bit shared-memory address PTX instructions take, from a generic pointer.
+__device__ __forceinline__ u32 smem_address(const void* pointer) {
+    u32 address;
+    asm volatile("{ .reg .u64 wide; cvta.to.shared.u64 wide, %1; cvt.u32.u64 %0, wide; }"
+                 : "=r"(address)
+                 : "l"(pointer));
+    return address;
+}
+
 // Set up a barrier that completes a phase after `arrivals` arrive() calls (plus any expected bytes).
 __device__ __forceinline__ void mbarrier_init(u64* barrier, u32 arrivals) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_address(barrier)), "r"(arrivals));

@@ -18,7 +18,6 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("tma.cuh", include_str!("../cuda/tma.cuh")),
     ("wgmma.cuh", include_str!("../cuda/wgmma.cuh")),
     ("stmatrix.cuh", include_str!("../cuda/stmatrix.cuh")),
-    ("swizzle.cuh", include_str!("../cuda/swizzle.cuh")),
     ("cp_async.cuh", include_str!("../cuda/cp_async.cuh")),
     ("mma_sm80.cuh", include_str!("../cuda/mma_sm80.cuh")),
     ("smem_sm80.cuh", include_str!("../cuda/smem_sm80.cuh")),

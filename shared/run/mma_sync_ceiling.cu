@@ -9,8 +9,9 @@
 //     tile that stays in shared memory, 4 ldmatrix.x4 of A and 4 of B per 32 mma.sync: the rate this
 //     design can reach when every copy from global memory and every epilogue is free.
 #include "common.cuh"
+#include "mbarrier.cuh"  // smem_address
 #include "mma_sm80.cuh"
-#include "swizzle.cuh"
+#include "stmatrix.cuh"  // swizzle_128b_offset (stmatrix itself is sm_90 and newer, not used here)
 
 enum : int {
     CHAINS = 16,           // independent accumulator tiles per warp in mma_registers
@@ -72,6 +73,8 @@ extern "C" __global__ __launch_bounds__(LD_THREADS, 1) void mma_ldmatrix(const u
     for (int i = 0; i < 4; ++i)
         #pragma unroll
         for (int j = 0; j < 8; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+    // One iteration at a time, as the twins' K loop: unrolled further, sm_120's schedule spills.
+    #pragma unroll 1
     for (int it = 0; it < iterations; ++it) {
         #pragma unroll
         for (int s = 0; s < 4; ++s) {

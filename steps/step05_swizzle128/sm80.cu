@@ -8,7 +8,7 @@
 // Stored plainly, rows of 128 bytes would put the eight rows an ldmatrix phase reads (one 16-byte chunk
 // of eight consecutive rows) in the same four banks: an 8-way conflict. So the tile is stored with the
 // 128-byte XOR swizzle the Hopper twin asks the TMA for: chunk c of row r goes to chunk c ^ (r % 8)
-// (swizzle.cuh). On Hopper the hardware applies it on both sides, the TMA writing and wgmma reading;
+// (swizzle_128b_offset, stmatrix.cuh). On Hopper the hardware applies it on both sides, the TMA writing and wgmma reading;
 // here nothing does it for us: the writer (each cp.async destination) and the reader (each lane's
 // ldmatrix address) apply the same function.
 //
@@ -17,7 +17,7 @@
 #include "common.cuh"
 #include "cp_async.cuh"
 #include "mma_sm80.cuh"
-#include "swizzle.cuh"
+#include "stmatrix.cuh"  // swizzle_128b_offset (stmatrix itself is sm_90 and newer, not used here)
 
 #ifndef BM
 #error "BM (rows of C per block) is set by step.rs"

@@ -17,7 +17,7 @@
 #include "cp_async.cuh"
 #include "mma_sm80.cuh"
 #include "smem_sm80.cuh"
-#include "swizzle.cuh"
+#include "stmatrix.cuh"  // swizzle_128b_offset (stmatrix itself is sm_90 and newer, not used here)
 
 #ifndef BM
 #error "BM (rows of C per block) is set by step.rs"
