@@ -494,9 +494,7 @@ fn parse_step(word: &str) -> Option<u8> {
 /// in results-file order (each file's ladder, then its sweep).
 pub fn regenerate_all(book_dir: &Path) -> Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
-    // The ladder figure is the GPU's own kernels' ladder: the sm80 twins have their chapters' tables.
-    let (files, _sm80) = crate::run::results::split_sm80_twins(crate::run::results::load_all(book_dir)?);
-    for file in files {
+    for file in crate::run::results::load_all(book_dir)? {
         let path = figure::ladder_svg_path(book_dir, &file.slug());
         figure::render_ladder(&file, &path)?;
         paths.push(path);
