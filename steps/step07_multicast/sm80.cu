@@ -81,8 +81,8 @@ __device__ __forceinline__ void load_tile(u32 tile, const bf16* __restrict__ mat
 
 // ANCHOR: kernel
 // __launch_bounds__(256, BLOCKS_PER_SM): one block of eight warps per SM. Its 96 KiB would let two fit
-// in shared memory, but 256 threads × ~240 registers fill half the register file: 128 accumulators
-// and the fragments of a k16 slice per thread, as in step 06.
+// in shared memory, but not in registers: a thread holds 128 accumulators and a k16 slice's fragments,
+// as in step 06, well over the 65536 / 512 = 128 registers two blocks of 256 threads would leave it.
 extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const bf16* __restrict__ A,
                                                                          const bf16* __restrict__ B,
                                                                          bf16* __restrict__ C, int M, int N, int K) {
