@@ -255,6 +255,11 @@ pub struct Launch {
     /// at once, and refuses it otherwise (a kernel whose blocks wait for each other, as step 10's
     /// stream-K fixup does, would otherwise hang when some of them cannot be scheduled).
     pub cooperative: bool,
+    /// A programmatic dependent launch: the grid may start before the kernel ahead of it on the
+    /// stream has finished, once every block of that kernel has said so
+    /// (`griddepcontrol.launch_dependents`) or exited; the kernel waits for the one ahead's results
+    /// (`griddepcontrol.wait`) where it needs them. Step 11's GEMM starts under its pre-pass's tail.
+    pub programmatic: bool,
 }
 
 impl Launch {
@@ -264,6 +269,7 @@ impl Launch {
             config,
             cluster: (1, 1, 1),
             cooperative: false,
+            programmatic: false,
         }
     }
 
@@ -278,6 +284,7 @@ impl Launch {
             config,
             cluster,
             cooperative: false,
+            programmatic: false,
         }
     }
 
@@ -285,6 +292,14 @@ impl Launch {
     pub fn co_resident(self) -> Launch {
         Launch {
             cooperative: true,
+            ..self
+        }
+    }
+
+    /// The same launch, programmatic: it may start under the tail of the kernel ahead of it.
+    pub fn programmatic(self) -> Launch {
+        Launch {
+            programmatic: true,
             ..self
         }
     }
@@ -356,7 +371,7 @@ pub fn launch_maps_then(
     launch: Launch,
 ) -> Result<()> {
     let (m, n, k) = (ops.shape.m as i32, ops.shape.n as i32, ops.shape.k as i32);
-    if launch.cluster_size() == 1 {
+    if launch.cluster_size() == 1 && !launch.programmatic {
         // Without clusters cudarc's builder launches, cooperatively when asked
         // (`cuLaunchCooperativeKernel`).
         let mut args = stream.launch_builder(function);
@@ -413,21 +428,30 @@ impl Launch {
     ) -> T {
         use cudarc::driver::sys;
         let (x, y, z) = self.cluster;
-        let mut attributes = [
-            sys::CUlaunchAttribute {
-                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-                pad: [0; 4],
-                value: sys::CUlaunchAttributeValue {
-                    clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
-                },
+        let cluster = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue {
+                clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
             },
-            sys::CUlaunchAttribute {
-                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
-                pad: [0; 4],
-                value: sys::CUlaunchAttributeValue { cooperative: 1 },
+        };
+        let cooperative = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue { cooperative: 1 },
+        };
+        let programmatic = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue {
+                programmaticStreamSerializationAllowed: 1,
             },
-        ];
-        let attribute_count = if self.cooperative { 2 } else { 1 };
+        };
+        let mut attributes: Vec<sys::CUlaunchAttribute> = std::iter::once(cluster)
+            .chain(self.cooperative.then_some(cooperative))
+            .chain(self.programmatic.then_some(programmatic))
+            .collect();
+        let attribute_count = attributes.len() as u32;
         let c = &self.config;
         let config = sys::CUlaunchConfig {
             gridDimX: c.grid_dim.0,

@@ -14,8 +14,8 @@
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    balanced, launch_mx_with_maps_in, launch_sibling, persistent_launch, Alternative, Format, GemmOperands, KernelFile,
-    Step, Targets,
+    balanced, launch_maps_then, launch_mx_with_maps_in, launch_sibling, persistent_launch, Alternative, Format,
+    GemmOperands, KernelFile, Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -46,12 +46,40 @@ struct HopperLaunch {
 /// How the kernel gets B.
 #[derive(Clone, Copy, PartialEq)]
 enum BOperand {
-    /// As e4m3 tiles with their scales, converted in the kernel.
+    /// As e4m3 tiles with their scales, converted by the consumers in shared memory (`fused`, `smem_b`)
+    /// or promoted after fp8 MMAs (`promote`); the kernel takes the MX signature of
+    /// [`launch_mx_with_maps_in`].
     E4m3,
-    /// Dequantized once, before the GEMM, by the module's `dequantize_b` into the session's scratch
-    /// buffer (bf16, each 16 elements of K in the A fragments' order), loaded as step 10 loads B.
+    /// Converted into the session's scratch buffer (bf16, each 16 elements of K in the A fragments'
+    /// order) by the producer warpgroup's idle warps while the GEMM runs, and loaded from there as
+    /// step 10 loads B, each K tile once its flags say it is converted ([`converting_workspace_bytes`]).
+    ConvertedInKernel,
+    /// The same copy, made before the GEMM by the module's `dequantize_b` (the pre-pass alternative).
     Dequantized,
 }
+
+// ANCHOR: converting_launch
+/// The scratch buffer of the kernels that convert B into bf16 (sm90.cu): the N×K bf16 copy of B, then
+/// one 32-bit flag per unit of conversion (32 rows of B × one K tile; 8 units per 256-row panel, the
+/// ragged last panel whole), raised to the launch's epoch when the unit is written. The flags are
+/// zeroed once, when the buffer is allocated, and never cleared: every launch raises them to a new
+/// epoch, so a flag left by an earlier launch never reads as converted.
+pub fn converting_workspace_bytes(shape: crate::check::problem::Shape) -> usize {
+    converted_b_bytes(shape) + conversion_flag_bytes(shape)
+}
+
+fn converted_b_bytes(shape: crate::check::problem::Shape) -> usize {
+    (shape.n * shape.k * 2).next_multiple_of(1024)
+}
+
+fn conversion_flag_bytes(shape: crate::check::problem::Shape) -> usize {
+    4 * 8 * shape.n.div_ceil(256) * shape.k.div_ceil(64)
+}
+
+/// The epoch of the next launch of a converting kernel: one counter for the process, so that no two
+/// launches on one scratch buffer share one (it starts at 1: the flags start at 0).
+static EPOCH: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+// ANCHOR_END: converting_launch
 
 /// Threads per block of `dequantize_b`; each converts 8 elements of B (half a 16-element slice).
 const DEQUANTIZE_THREADS: u32 = 256;
@@ -79,10 +107,12 @@ impl HopperLaunch {
         let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, a_rows, self.bk, self.swizzle)?;
         let b_map = match self.b {
             BOperand::E4m3 => tma::matrix_2d_u8("B", ops.b, s.n, s.k, b_rows, self.bk, self.swizzle)?,
-            BOperand::Dequantized => {
-                dequantize_b(func, stream, ops)?;
+            BOperand::ConvertedInKernel | BOperand::Dequantized => {
+                if self.b == BOperand::Dequantized {
+                    dequantize_b(func, stream, ops)?;
+                }
                 tma::matrix_2d(
-                    "B (dequantized)",
+                    "B (converted)",
                     ops.workspace,
                     s.n,
                     s.k,
@@ -103,13 +133,31 @@ impl HopperLaunch {
         if self.balanced {
             launch = balanced(launch, tiles);
         }
-        launch_mx_with_maps_in(
+        if self.b == BOperand::Dequantized {
+            // The GEMM starts under the pre-pass's tail (a programmatic dependent launch): its blocks
+            // set up while the last of the pre-pass's finish, and its producer waits for the
+            // converted B before the first load of it.
+            launch = launch.programmatic();
+        }
+        if self.b != BOperand::ConvertedInKernel {
+            let maps = [a_map, b_map, c_map];
+            return launch_mx_with_maps_in(func, stream, &maps, ops, &[use_tma_store as i32], launch);
+        }
+        // sm90_overlapped.cu's signature: a fourth map, B's e4m3 bytes in the converting warps' units (32 rows ×
+        // one K tile, unswizzled); the scales and C, the bf16 copy and the flags; the launch's epoch.
+        // Its blocks wait for each other's conversions: all of them must be resident at once, so the
+        // launch is cooperative.
+        let unit_map = tma::matrix_2d_u8("B (e4m3 units)", ops.b, s.n, s.k, 32, self.bk, TmaSwizzle::None)?;
+        let flags = ops.workspace + converted_b_bytes(s) as u64;
+        let epoch = EPOCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as i32;
+        launch_maps_then(
             func,
             stream,
-            &[a_map, b_map, c_map],
+            &[a_map, b_map, c_map, unit_map],
+            &[ops.scale_a, ops.scale_b, ops.c, ops.workspace, flags],
             ops,
-            &[use_tma_store as i32],
-            launch,
+            &[use_tma_store as i32, epoch],
+            launch.co_resident(),
         )
     }
 }
@@ -388,6 +436,76 @@ mod smem_b {
     }
 }
 
+/// The alternative "overlapped" (`sm90_overlapped.cu`): the step's kernel without the pre-pass; the
+/// producer warpgroup's three idle warps convert B into the same bf16 copy while the GEMM runs.
+mod overlapped {
+    use super::*;
+
+    pub const BM: u32 = hopper::BM;
+    pub const BN: u32 = hopper::BN;
+    pub const BK: u32 = hopper::BK;
+    pub const THREADS: u32 = hopper::THREADS;
+    pub const STAGES: u32 = hopper::STAGES;
+    /// Registers a thread after `setmaxnreg`: all that the launch's 168 a thread allow (56 + 2 · 224 =
+    /// 3 · 168); the converting warps spill at the step's 48.
+    pub const PRODUCER_REGISTERS: u32 = 56;
+    pub const CONSUMER_REGISTERS: u32 = hopper::CONSUMER_REGISTERS;
+    pub const CLUSTER_M: u32 = hopper::CLUSTER_M;
+    pub const GROUP_M: u32 = hopper::GROUP_M;
+    /// Units of B's conversion in flight per converting warp, each a slot of 32 rows × 64 e4m3 bytes
+    /// and the 512-byte scale block they lie in, with a barrier.
+    pub const UNIT_SLOTS: u32 = 4;
+    const UNIT_SLOT_BYTES: u32 = 32 * BK + 512;
+    /// The step's 195 KiB, the converting warps' slots (3 × 4 × 2.5 KiB) and a barrier per slot: 225 KiB.
+    pub const SMEM_BYTES: u32 = hopper::SMEM_BYTES + 3 * UNIT_SLOTS * UNIT_SLOT_BYTES + 3 * UNIT_SLOTS * 8;
+    /// Hopper lets a block have at most 227 KiB of shared memory.
+    const _: () = assert!(SMEM_BYTES <= 227 * 1024);
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step11_mxfp8/sm90_overlapped.cu",
+        source: include_str!("sm90_overlapped.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("STAGES", STAGES as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
+            ("GROUP_M", GROUP_M as u64),
+            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
+            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
+            ("UNIT_SLOTS", UNIT_SLOTS as u64),
+            ("B_DESC", hopper::B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        HopperLaunch {
+            bm: BM,
+            bn: BN,
+            bk: BK,
+            swizzle: TmaSwizzle::B64,
+            threads: THREADS,
+            smem: SMEM_BYTES,
+            cluster: CLUSTER_M,
+            shared: SharedOperand::B,
+            c_box: (hopper::C_BOX_ROWS, hopper::C_BOX_COLS),
+            b: BOperand::ConvertedInKernel,
+            balanced: true,
+        }
+        .launch(func, stream, ops)
+    }
+}
+
+const OVERLAPPED: Alternative = Alternative {
+    name: "overlapped",
+    design: "no pre-pass: the producer warpgroup's three idle warps convert B into the bf16 copy while the GEMM runs, unit by unit, and the TMA thread waits for each unit's flag",
+    kernel: overlapped::KERNEL,
+};
+
 const HOPPER: KernelFile = hopper::KERNEL;
 
 const FUSED: Alternative = Alternative {
@@ -631,5 +749,5 @@ pub const STEP: Step = Step {
     predecessor: Some(10),
     format: Format::Mxfp8,
     kernels: &[HOPPER, BLACKWELL],
-    alternatives: &[FUSED, SMEM_B, PROMOTE],
+    alternatives: &[OVERLAPPED, FUSED, SMEM_B, PROMOTE],
 };

@@ -108,8 +108,11 @@ impl Session {
             unsafe { gpu.stream.alloc::<u16>(len) }.map_err(Error::cuda(format!("allocating {what}")))
         };
         let (staging_a, staging_b) = (alloc(m * k, "dequantize A")?, alloc(n * k, "dequantize B")?);
-        // Written by a step before it reads it, within one launch of the step.
-        let workspace = alloc(n * k, "the MXFP8 steps' scratch")?;
+        // Written by a step before it reads it, within one launch of the step; its flags start at zero.
+        let workspace = gpu
+            .stream
+            .alloc_zeros::<u16>(crate::run::steps::step11_mxfp8::converting_workspace_bytes(self.shape).div_ceil(2))
+            .map_err(Error::cuda("allocating the MXFP8 steps' scratch"))?;
         // SAFETY: poisoned before every use that is read back.
         let c = unsafe { gpu.stream.alloc::<f32>(m * n) }.map_err(Error::cuda("allocating fp32 C"))?;
         self.mx = Some(MxState {
