@@ -585,6 +585,11 @@ impl Session {
             git: crate::GIT_REVISION.to_string(),
             ratio_bf16: time.tflops / cublas_bf16.tflops,
             ratio_sgemm: cublas_sgemm.as_ref().map(|s| time.tflops / s.tflops),
+            // An MXFP8 step that timed cuBLAS with fp32 C is judged against it: like for like.
+            baseline: match mx.as_ref().and_then(|m| m.cublas_f32_c.as_ref()) {
+                Some(_) => crate::run::results::Baseline::CublasF32C,
+                None => crate::run::results::Baseline::CublasBf16C,
+            },
             time,
             cublas_bf16,
             cublas_sgemm,
