@@ -162,7 +162,7 @@ pub fn computed(gpu: &Gpu, file: &KernelFile, function: &CudaFunction, shape: Sh
         .ok()
         .map(|v| v as u32);
     out.block_threads = block_threads(file, max_threads);
-    out.clusters_fit = crate::run::registry::clusters_fit(function).map(|(cluster_blocks, clusters)| ClustersFit {
+    out.clusters_fit = crate::run::persistent::clusters_fit(function).map(|(cluster_blocks, clusters)| ClustersFit {
         cluster_blocks,
         clusters,
     });

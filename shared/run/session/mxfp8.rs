@@ -38,8 +38,6 @@ pub(super) struct MxState {
     /// Where the "dequantize, then cuBLAS (fp32 C)" baseline dequantizes to (never read back).
     staging_a: CudaSlice<u16>,
     staging_b: CudaSlice<u16>,
-    /// An MXFP8 step's scratch: room for one N×K bf16 operand ([`GemmOperands::workspace`]).
-    workspace: CudaSlice<u16>,
     /// MXFP8 steps' outputs, and bf16 steps' outputs on the dequantized operands.
     outputs: HashMap<u8, Vec<f32>>,
     bf16_outputs: HashMap<u8, Vec<bf16>>,
@@ -108,8 +106,6 @@ impl Session {
             unsafe { gpu.stream.alloc::<u16>(len) }.map_err(Error::cuda(format!("allocating {what}")))
         };
         let (staging_a, staging_b) = (alloc(m * k, "dequantize A")?, alloc(n * k, "dequantize B")?);
-        // Written by a step before it reads it, within one launch of the step.
-        let workspace = alloc(n * k, "the MXFP8 steps' scratch")?;
         // SAFETY: poisoned before every use that is read back.
         let c = unsafe { gpu.stream.alloc::<f32>(m * n) }.map_err(Error::cuda("allocating fp32 C"))?;
         self.mx = Some(MxState {
@@ -123,7 +119,6 @@ impl Session {
             c,
             staging_a,
             staging_b,
-            workspace,
             outputs: HashMap::new(),
             bf16_outputs: HashMap::new(),
             cublas_bf16: None,
@@ -152,7 +147,7 @@ impl Session {
             c: ptr(&mx.c, &self.gpu),
             scale_a: ptr(&mx.scale_a[set], &self.gpu),
             scale_b: ptr(&mx.scale_b[set], &self.gpu),
-            workspace: ptr(&mx.workspace, &self.gpu),
+            workspace: self.workspace.next_launch(&self.gpu.stream),
             shape: self.shape,
         })
     }
@@ -167,7 +162,7 @@ impl Session {
             c: ptr(&self.c, &self.gpu),
             scale_a: 0,
             scale_b: 0,
-            workspace: 0,
+            workspace: self.workspace.next_launch(&self.gpu.stream),
             shape: self.shape,
         })
     }
@@ -209,6 +204,7 @@ impl Session {
     /// tests feed the checker deliberately wrong MX kernels with it).
     pub fn run_mx_function(&mut self, function: &CudaFunction, launch: LaunchFn, what: &str) -> Result<Vec<f32>> {
         self.ensure_mx()?;
+        self.ensure_workspace_for(Format::Mxfp8)?;
         self.poison_c_f32()?;
         let ops = self.mx_operands(0)?;
         launch(function, &self.gpu.stream, &ops)?;
