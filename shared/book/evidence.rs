@@ -251,7 +251,7 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         }
         let cublas = cublas_column(this);
         if cublas.is_some() {
-            header.push_str(" cuBLAS bf16 |");
+            header.push_str(" cuBLAS (bf16 C) |");
             rule.push_str("---|");
         }
         let columns: Vec<&StepRecord> = steps.iter().copied().chain(cublas.as_ref()).collect();
@@ -274,7 +274,7 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         if let Some(counters) = cublas.as_ref().and_then(|r| r.profile.as_ref()?.ncu.as_ref()) {
             let _ = writeln!(
                 out,
-                "The cuBLAS bf16 column is {} at the same shape, profiled with the same settings right after the step's kernel.\n",
+                "The cuBLAS (bf16 C) column is {} at the same shape (bf16 inputs, bf16 C), profiled with the same settings right after the step's kernel.\n",
                 counters
                     .kernel
                     .as_deref()
@@ -778,7 +778,7 @@ mod tests {
         file.records[1].profile.as_mut().unwrap().cublas_ncu = Some(cublas_counters());
         let text = evidence_table(std::slice::from_ref(&file), 10);
         assert!(
-            text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS bf16 |"),
+            text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS (bf16 C) |"),
             "{text}"
         );
         assert!(
