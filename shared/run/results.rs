@@ -227,6 +227,14 @@ impl Baseline {
         }
     }
 
+    /// The baseline of a step of `format`: like for like, the cuBLAS that writes the step's C.
+    pub fn of_format(format: crate::run::registry::Format) -> Baseline {
+        match format {
+            crate::run::registry::Format::Bf16 => Baseline::CublasBf16C,
+            crate::run::registry::Format::Mxfp8 => Baseline::CublasF32C,
+        }
+    }
+
     fn is_bf16_c(&self) -> bool {
         *self == Baseline::CublasBf16C
     }

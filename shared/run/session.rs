@@ -12,7 +12,7 @@ use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
 use crate::run::persistent::Workspace;
 use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
-use crate::run::results::{AlternativeRecord, MxBaselines, StepRecord, Timing, TimingMethod};
+use crate::run::results::{AlternativeRecord, Baseline, MxBaselines, StepRecord, Timing, TimingMethod};
 use crate::run::timing::Contender;
 use crate::{run::steps, run::timing};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -447,6 +447,15 @@ impl Session {
         self.cublas.gemm_bf16(ops.a, ops.b, ops.c, self.shape)
     }
 
+    /// Enqueues, on input set `set`, the cuBLAS a step of `format` is judged against
+    /// ([`Baseline::of_format`]): cuBLAS bf16 C, or for MXFP8 cuBLAS fp32 C on the dequantized inputs.
+    pub fn launch_baseline(&self, format: Format, set: usize) -> Result<()> {
+        match Baseline::of_format(format) {
+            Baseline::CublasBf16C => self.launch_cublas_bf16(set),
+            Baseline::CublasF32C => self.launch_cublas_f32_c_dequantized(set),
+        }
+    }
+
     /// Makes the fp32 copies of the inputs (and an fp32 C) that SGEMM is timed on, once.
     fn ensure_fp32(&mut self) -> Result<()> {
         if self.fp32.is_some() {
@@ -614,8 +623,8 @@ impl Session {
             ratio_sgemm: cublas_sgemm.as_ref().map(|s| time.tflops / s.tflops),
             // An MXFP8 step that timed cuBLAS with fp32 C is judged against it: like for like.
             baseline: match mx.as_ref().and_then(|m| m.cublas_f32_c.as_ref()) {
-                Some(_) => crate::run::results::Baseline::CublasF32C,
-                None => crate::run::results::Baseline::CublasBf16C,
+                Some(_) => Baseline::CublasF32C,
+                None => Baseline::CublasBf16C,
             },
             time,
             cublas_bf16,

@@ -167,6 +167,14 @@ impl Session {
         })
     }
 
+    /// Enqueues cuBLAS on the dequantized MXFP8 inputs of set `set` writing fp32 C, as an MXFP8 step
+    /// does: its like-for-like baseline ([`crate::run::results::Baseline::CublasF32C`]).
+    pub fn launch_cublas_f32_c_dequantized(&self, set: usize) -> Result<()> {
+        let ops = self.dequantized_operands(set)?;
+        let c32 = ptr(&self.mx_state()?.c, &self.gpu);
+        self.cublas.gemm_bf16_f32_out(ops.a, ops.b, c32, self.shape)
+    }
+
     fn poison_c_f32(&self) -> Result<()> {
         let mx = self.mx_state()?;
         let (address, _sync) = mx.c.device_ptr(&self.gpu.stream);
@@ -369,10 +377,7 @@ impl Session {
         };
         let c32 = ptr(&mx.c, &this.gpu);
         let mut step = |i: usize| this.launch(id, i);
-        let mut f32_c = |i: usize| {
-            let ops = this.dequantized_operands(i)?;
-            this.cublas.gemm_bf16_f32_out(ops.a, ops.b, c32, shape)
-        };
+        let mut f32_c = |i: usize| this.launch_cublas_f32_c_dequantized(i);
         let mut bf16_c = |i: usize| {
             let ops = this.dequantized_operands(i)?;
             this.cublas.gemm_bf16(ops.a, ops.b, ops.c, shape)
