@@ -525,6 +525,7 @@ mod tests {
                 computed: crate::evidence::computed_for_shape(r.shape),
                 ncu: None,
                 cublas_ncu: None,
+                cublas_baseline: crate::run::results::Baseline::CublasBf16C,
             });
         }
         profiled.records.retain(|r| r.shape.m == 4096);

@@ -235,7 +235,8 @@ impl Baseline {
         }
     }
 
-    fn is_bf16_c(&self) -> bool {
+    /// Whether this is the default, [`Baseline::CublasBf16C`] (which records leave unwritten).
+    pub fn is_bf16_c(&self) -> bool {
         *self == Baseline::CublasBf16C
     }
 }

@@ -643,6 +643,7 @@ impl Session {
                 computed,
                 ncu: None,
                 cublas_ncu: None,
+                cublas_baseline: Baseline::CublasBf16C,
             }),
             mx,
             plan: plan.map(|p| p.text),

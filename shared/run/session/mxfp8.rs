@@ -74,8 +74,9 @@ fn replicate<T: cudarc::driver::DeviceRepr>(
 /// Step 11: the MXFP8 problem, its checks and its baselines.
 impl Session {
     /// Quantizes the inputs (on the CPU, [`MxInputs::from_inputs`]) and uploads the e4m3 bytes, the
-    /// blocked scales and the dequantized bf16 operands, once. The shape must satisfy the MX rule.
-    pub(super) fn ensure_mx(&mut self) -> Result<()> {
+    /// blocked scales and the dequantized bf16 operands, once: copies, no kernel. The shape must
+    /// satisfy the MX rule.
+    pub fn ensure_mx(&mut self) -> Result<()> {
         if self.mx.is_some() {
             return Ok(());
         }
