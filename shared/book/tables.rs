@@ -85,18 +85,19 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     }
     out.push('\n');
     out.push_str(&marks.note());
+    if rows.iter().any(|(_, r)| r.headline().baseline == Baseline::CublasF32C) {
+        out.push_str(
+            "An MXFP8 step writes fp32 C: its ratio is to cuBLAS writing fp32 C too, on the exactly \
+             dequantized operands (like for like), as every other row compares bf16 C with bf16 C; the \
+             step's table of baselines gives cuBLAS with bf16 C beside it.\n\n",
+        );
+    }
     out.push_str(
         "× cuBLAS is this kernel's TFLOPS over cuBLAS's, timed in the same process on the same inputs \
          (1 = as fast); from the alternating records on, in one loop that launched the kernel and cuBLAS \
          in turn, so that both ran at the same clocks. A relative error is ‖C − C_ref‖_F / ‖C_ref‖_F, \
          against the reference in brackets.\n\n",
     );
-    if rows.iter().any(|(_, r)| r.headline().baseline == Baseline::CublasF32C) {
-        out.push_str(
-            "An MXFP8 step writes fp32 C: its ratio is to cuBLAS writing fp32 C too, on the exactly \
-             dequantized operands (like for like); its table of baselines gives cuBLAS with bf16 C beside it.\n\n",
-        );
-    }
     for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
         let _ = writeln!(out, "{}\n", device_text(file, shown));
     }
