@@ -101,6 +101,9 @@ struct BArguments {
     ints: Vec<i32>,
     /// Where `dequantize_b` must write B before the GEMM, if it must.
     pre_pass: Option<u64>,
+    /// Whether blocks wait for flags other blocks raise: then the launch is cooperative, so that a
+    /// grid the GPU cannot hold at once is refused instead of left hanging (step 10's stream-K rule).
+    co_resident: bool,
 }
 
 /// Threads per block of `dequantize_b`; each converts 8 elements of B (half a 16-element slice).
@@ -166,6 +169,7 @@ impl HopperLaunch {
             pointers: vec![],
             ints: vec![],
             pre_pass: None,
+            co_resident: false,
         };
         Ok(match self.b {
             BOperand::E4m3 => only(self.e4m3("B", ops.b, s.n, s.k, b_rows)),
@@ -182,6 +186,7 @@ impl HopperLaunch {
                 BArguments {
                     pointers: vec![ops.b, scratch, flags],
                     ints: vec![ops.workspace.epoch as i32],
+                    co_resident: true,
                     ..only(converted(scratch))
                 }
             }
@@ -210,11 +215,14 @@ impl HopperLaunch {
             swizzle: TmaSwizzle::B128,
         })?;
         let tiles = gemm.tiles(s);
-        let launch = if self.balanced {
+        let mut launch = if self.balanced {
             gemm.balanced_grid(func, stream, tiles)?
         } else {
             gemm.grid(func, stream, tiles)?
         };
+        if b.co_resident {
+            launch = launch.co_resident();
+        }
         let mut pointers = vec![ops.scale_a, ops.scale_b, ops.c];
         pointers.extend(b.pointers);
         let mut ints = vec![use_tma_store as i32];
@@ -821,8 +829,8 @@ mod tests {
             (view.scratch, TmaElement::Bf16, TmaSwizzle::B128)
         );
         assert_eq!(
-            (got.pointers, got.ints, got.pre_pass),
-            (vec![], vec![], Some(view.scratch))
+            (got.pointers, got.ints, got.pre_pass, got.co_resident),
+            (vec![], vec![], Some(view.scratch), false)
         );
 
         launch.b = BOperand::ConvertedInGemm;
@@ -832,7 +840,7 @@ mod tests {
             (view.scratch, 128, 64)
         );
         assert_eq!(got.pointers, vec![ops.b, view.scratch, view.flags]);
-        assert_eq!((got.ints, got.pre_pass), (vec![9], None));
+        assert_eq!((got.ints, got.pre_pass, got.co_resident), (vec![9], None, true));
 
         // A workspace sized for a smaller shape is refused, naming who needed it.
         let small = operands(Shape::new(512, 384, 512), view);
