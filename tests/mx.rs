@@ -433,8 +433,15 @@ fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() -> Ran {
     };
     let outcome = session.run_step(11, &timed).unwrap_or_else(|e| panic!("{e}"));
     let record = outcome.record.expect("timed");
-    let mx = record.mx.expect("step 11 records its baselines");
-    assert!(record.time.tflops > 0.0 && mx.dequantize_then_cublas_bf16.tflops > 0.0);
+    let mx = record.mx.clone().expect("step 11 records its baselines");
+    assert!(record.time.tflops > 0.0 && mx.dequantize_then_cublas.tflops > 0.0);
+    // The headline is like for like: cuBLAS writing fp32 C on the dequantized operands, timed in the
+    // loop; "dequantize, then cuBLAS" writes fp32 C too; cuBLAS with bf16 C stays beside them.
+    let f32_c = mx.cublas_f32_c.as_ref().expect("cuBLAS with fp32 C is timed");
+    assert_eq!(record.baseline, gemm_ladder::run::results::Baseline::CublasF32C);
+    assert_eq!(mx.dequantize_then_cublas_output, "fp32");
+    assert!(f32_c.tflops > 0.0 && record.cublas_bf16.tflops > 0.0);
+    assert_eq!(record.headline().ratio, record.time.tflops / f32_c.tflops);
     let names: Vec<&str> = record.alternatives.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(
         names,

@@ -18,7 +18,7 @@
 use crate::book::quoted::{self, QUOTED, SOURCES};
 use crate::evidence::timeline;
 use crate::evidence::{Profile, ProfileSource};
-use crate::run::results::{significant, ResultsFile, StepRecord};
+use crate::run::results::{significant, Baseline, ResultsFile, StepRecord};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -202,7 +202,27 @@ const ROWS: &[Row] = &[
     }),
 ];
 
-/// The cuBLAS column of a step's evidence table: cuBLAS bf16's kernel as profiled beside the step's
+/// The cuBLAS column's header: the baseline its counters are of.
+fn cublas_label(this: &StepRecord) -> &'static str {
+    this.profile
+        .as_ref()
+        .map_or(Baseline::CublasBf16C, |p| p.cublas_baseline)
+        .label()
+}
+
+/// What the cuBLAS column's GEMM ran on.
+fn cublas_inputs(this: &StepRecord) -> &'static str {
+    match this
+        .profile
+        .as_ref()
+        .map_or(Baseline::CublasBf16C, |p| p.cublas_baseline)
+    {
+        Baseline::CublasBf16C => "bf16 inputs, bf16 C",
+        Baseline::CublasF32C => "the exactly dequantized MXFP8 inputs, fp32 C, as the step writes",
+    }
+}
+
+/// The cuBLAS column of a step's evidence table: the step's cuBLAS baseline's kernel as profiled beside the step's
 /// (same shape, same ncu settings), as a record whose figures are only what ncu measured (the
 /// step's registers, block size and clusters are not cuBLAS's).
 fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
@@ -217,6 +237,7 @@ fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
         computed: crate::evidence::computed_for_shape(this.shape),
         ncu: Some(counters),
         cublas_ncu: None,
+        cublas_baseline: crate::run::results::Baseline::CublasBf16C,
     });
     Some(cublas)
 }
@@ -251,7 +272,7 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         }
         let cublas = cublas_column(this);
         if cublas.is_some() {
-            header.push_str(" cuBLAS bf16 |");
+            let _ = write!(header, " {} |", cublas_label(this));
             rule.push_str("---|");
         }
         let columns: Vec<&StepRecord> = steps.iter().copied().chain(cublas.as_ref()).collect();
@@ -274,11 +295,13 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         if let Some(counters) = cublas.as_ref().and_then(|r| r.profile.as_ref()?.ncu.as_ref()) {
             let _ = writeln!(
                 out,
-                "The cuBLAS bf16 column is {} at the same shape, profiled with the same settings right after the step's kernel.\n",
+                "The {} column is {} at the same shape ({}), profiled with the same settings right after the step's kernel.\n",
+                cublas_label(this),
                 counters
                     .kernel
                     .as_deref()
-                    .map_or("cuBLAS's kernel".to_string(), |k| format!("its kernel `{k}`"))
+                    .map_or("cuBLAS's kernel".to_string(), |k| format!("its kernel `{k}`")),
+                cublas_inputs(this)
             );
         }
         if steps.iter().any(|r| r.profile.as_ref().is_none_or(|p| p.ncu.is_none())) {
@@ -683,6 +706,7 @@ mod tests {
             computed,
             ncu: counters,
             cublas_ncu: None,
+            cublas_baseline: Baseline::CublasBf16C,
         });
         r
     }
@@ -778,7 +802,7 @@ mod tests {
         file.records[1].profile.as_mut().unwrap().cublas_ncu = Some(cublas_counters());
         let text = evidence_table(std::slice::from_ref(&file), 10);
         assert!(
-            text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS bf16 |"),
+            text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS (bf16 C) |"),
             "{text}"
         );
         assert!(
@@ -805,6 +829,14 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| |")) {
             assert_eq!(line.matches(" | ").count(), 3, "{line}");
         }
+        // A record whose cuBLAS was the fp32-C one on the dequantized inputs (an MXFP8 step's) says so.
+        file.records[1].profile.as_mut().unwrap().cublas_baseline = Baseline::CublasF32C;
+        let text = evidence_table(std::slice::from_ref(&file), 10);
+        assert!(text.contains("| 10 persistent | cuBLAS (fp32 C) |"), "{text}");
+        assert!(
+            text.contains("The cuBLAS (fp32 C) column is") && text.contains("dequantized MXFP8 inputs, fp32 C"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod edit;
 pub mod exercise;
 pub mod loader;
+pub mod persistent;
 pub mod profile;
 pub mod provenance;
 pub mod registry;

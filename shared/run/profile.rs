@@ -4,6 +4,7 @@
 
 use crate::device::gpu::Gpu;
 use crate::run::registry::KernelFile;
+use crate::run::results::Baseline;
 use crate::shape::Shape;
 use cudarc::driver::sys::CUdevice_attribute_enum as DevAttr;
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -32,11 +33,15 @@ pub struct Profile {
     pub computed: Computed,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ncu: Option<NcuCounters>,
-    /// cuBLAS bf16's kernel at the same shape, profiled with the same Nsight Compute settings (the
-    /// yardstick beside the step's counters). Absent in records from before it and where it could
-    /// not be profiled; written only when present.
+    /// The step's cuBLAS baseline ([`Profile::cublas_baseline`]) at the same shape, profiled with the
+    /// same Nsight Compute settings (the yardstick beside the step's counters). Absent in records from
+    /// before it and where it could not be profiled; written only when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cublas_ncu: Option<NcuCounters>,
+    /// Which cuBLAS `cublas_ncu` profiled: cuBLAS bf16 C on the bf16 inputs (records without the field),
+    /// or, for an MXFP8 step, cuBLAS fp32 C on the dequantized inputs. Written only when not bf16 C.
+    #[serde(default, skip_serializing_if = "Baseline::is_bf16_c")]
+    pub cublas_baseline: Baseline,
 }
 
 /// What the program knows about a run without a profiler.
@@ -162,7 +167,7 @@ pub fn computed(gpu: &Gpu, file: &KernelFile, function: &CudaFunction, shape: Sh
         .ok()
         .map(|v| v as u32);
     out.block_threads = block_threads(file, max_threads);
-    out.clusters_fit = crate::run::registry::clusters_fit(function).map(|(cluster_blocks, clusters)| ClustersFit {
+    out.clusters_fit = crate::run::persistent::clusters_fit(function).map(|(cluster_blocks, clusters)| ClustersFit {
         cluster_blocks,
         clusters,
     });
