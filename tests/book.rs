@@ -285,6 +285,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
             nvrtc: "13.0".into(),
         },
         records: vec![record],
+        superseded: Vec::new(),
     };
     let pass = LadderResults::new(vec![file]);
     let all = pass.expand("{{#ladder-table}}", Path::new("results.md")).unwrap();

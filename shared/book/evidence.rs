@@ -255,7 +255,9 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
             continue;
         };
         let before = previous.and_then(|p| chapter_record(file, p));
-        let steps: Vec<&StepRecord> = before.into_iter().chain(std::iter::once(this)).collect();
+        // The step as it was before its kernel last changed, where that record was profiled.
+        let earlier = file.superseded_by(this);
+        let steps: Vec<&StepRecord> = before.into_iter().chain(earlier).chain(std::iter::once(this)).collect();
         if steps.iter().all(|r| r.profile.is_none()) {
             let _ = writeln!(out, "Not profiled yet on {}: {hint}.\n", file.device.name);
             continue;
@@ -266,7 +268,11 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         let mut rule = String::from("|---|");
         let mut marks = crate::book::Marks::default();
         for r in &steps {
-            let label = marks.on(r.label(), crate::run::provenance::of_record(r));
+            let name = match earlier {
+                Some(e) if std::ptr::eq(e, *r) => format!("{} before (at {})", r.label(), r.git),
+                _ => r.label(),
+            };
+            let label = marks.on(name, crate::run::provenance::of_record(r));
             let _ = write!(header, " {label} |");
             rule.push_str("---|");
         }
@@ -711,11 +717,49 @@ mod tests {
         r
     }
 
+    /// A step whose kernel changed keeps its last profiled record: merging the new record moves the
+    /// old one aside, and the evidence table shows it between the predecessor and the step now.
+    #[test]
+    fn evidence_tables_show_the_step_before_its_kernel_changed() {
+        let mut file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![profiled(10, "persistent", true)],
+            superseded: Vec::new(),
+        };
+        let mut old = profiled(11, "mxfp8", true);
+        old.git = "e47ae65cb4".into();
+        old.source_hash = Some("fnv1a64:old".into());
+        file.merge(std::slice::from_ref(&old));
+        // The same kernel again replaces it without keeping it.
+        file.merge(std::slice::from_ref(&old));
+        assert!(file.superseded.is_empty());
+        let mut new = profiled(11, "mxfp8", true);
+        new.source_hash = Some("fnv1a64:new".into());
+        file.merge(std::slice::from_ref(&new));
+        assert_eq!(file.superseded.len(), 1);
+        let text = evidence_table(std::slice::from_ref(&file), 11);
+        assert!(
+            text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) | 11 mxfp8 |"),
+            "{text}"
+        );
+        // An unprofiled record replaced is not kept: nothing to show.
+        let mut unprofiled = profiled(11, "mxfp8", false);
+        unprofiled.source_hash = Some("fnv1a64:third".into());
+        let mut bare = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![unprofiled],
+            superseded: Vec::new(),
+        };
+        bare.merge(std::slice::from_ref(&new));
+        assert!(bare.superseded.is_empty());
+    }
+
     #[test]
     fn evidence_tables_show_the_step_beside_its_predecessor() {
         let file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![profiled(4, "tma_mma", false), profiled(5, "swizzle128", true)],
+            superseded: Vec::new(),
         };
         let text = evidence_table(std::slice::from_ref(&file), 5);
         assert!(text.contains("| | 04 tma_mma | 05 swizzle128 |"), "{text}");
@@ -786,6 +830,7 @@ mod tests {
         let mut file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![profiled(9, "epilogue_double_buffer", true), step10],
+            superseded: Vec::new(),
         };
         // Without cuBLAS's profile (a record from before it): the two steps, no cuBLAS column.
         let before = evidence_table(std::slice::from_ref(&file), 10);
@@ -869,6 +914,7 @@ mod tests {
         let mut file = ResultsFile {
             device: d,
             records: vec![profiled(10, "persistent", false)],
+            superseded: Vec::new(),
         };
         let before = clusters_text(std::slice::from_ref(&file), 10);
         assert!(
@@ -908,6 +954,7 @@ mod tests {
         let file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![profiled(6, "tma_store", true), profiled(7, "multicast", true)],
+            superseded: Vec::new(),
         };
         let mut files = vec![file];
         files[0].records[1]

@@ -605,6 +605,7 @@ mod tests {
         ResultsFile {
             device: device("NVIDIA H100 80GB HBM3"),
             records,
+            superseded: Vec::new(),
         }
     }
 

@@ -401,6 +401,7 @@ pub(crate) mod tests {
         ResultsFile {
             device: device("NVIDIA H200"),
             records,
+            superseded: Vec::new(),
         }
     }
 

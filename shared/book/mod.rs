@@ -514,6 +514,7 @@ mod tests {
                 record_of(1, "naive", 4096, 100.0),
                 record_of(3, "register_tiling", 4096, 4.0),
             ],
+            superseded: Vec::new(),
         }
     }
 

@@ -230,6 +230,7 @@ mod tests {
         let file = ResultsFile {
             device: d.clone(),
             records,
+            superseded: Vec::new(),
         };
         let table = peak_table(std::slice::from_ref(&file));
         assert!(

@@ -475,6 +475,7 @@ mod tests {
         let file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![matching.clone(), changed, unhashed, dirty, both],
+            superseded: Vec::new(),
         };
 
         let all = table(std::slice::from_ref(&file), None);
@@ -510,6 +511,7 @@ mod tests {
         let clean = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![matching],
+            superseded: Vec::new(),
         };
         let text = table(std::slice::from_ref(&clean), Some(1));
         assert!(
@@ -563,6 +565,7 @@ mod tests {
             &[ResultsFile {
                 device: device("NVIDIA H200"),
                 records: vec![mx],
+                superseded: Vec::new(),
             }],
             11,
         );
@@ -757,6 +760,7 @@ mod tests {
                 r,
                 crate::book::figure_sweep::tests::swept(8, "pipeline", crate::check::problem::Shape::square(1024), 0.5),
             ],
+            superseded: Vec::new(),
         };
         let table = plans_table(&[file], 10);
         let row = table

@@ -356,6 +356,11 @@ impl StepRecord {
 pub struct ResultsFile {
     pub device: DeviceInfo,
     pub records: Vec<StepRecord>,
+    /// Profiled records that a record of a different kernel (another source hash) replaced: the
+    /// newest per (step, shape, sweep). The evidence table shows the step before its last change
+    /// beside the step now, so that a change's effect on the counters stays in the book.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<StepRecord>,
 }
 
 impl ResultsFile {
@@ -365,15 +370,29 @@ impl ResultsFile {
     }
 
     /// Adds `new` records, replacing any with the same (step, shape, sweep), and sorts by that key.
-    /// When `new` itself repeats a key, the last one wins.
+    /// When `new` itself repeats a key, the last one wins. A profiled record replaced by one of a
+    /// different kernel is kept in [`ResultsFile::superseded`].
     pub fn merge(&mut self, new: &[StepRecord]) {
         for record in new {
             match self.records.iter_mut().find(|r| r.key() == record.key()) {
-                Some(old) => *old = record.clone(),
+                Some(old) => {
+                    let replaced = std::mem::replace(old, record.clone());
+                    let profiled = replaced.profile.as_ref().is_some_and(|p| p.ncu.is_some());
+                    if profiled && replaced.source_hash != record.source_hash {
+                        self.superseded.retain(|r| r.key() != replaced.key());
+                        self.superseded.push(replaced);
+                    }
+                }
                 None => self.records.push(record.clone()),
             }
         }
         self.records.sort_by_key(|r| r.key());
+        self.superseded.sort_by_key(|r| r.key());
+    }
+
+    /// The profiled record that `record`'s kernel replaced at its step and shape, if one is kept.
+    pub fn superseded_by(&self, record: &StepRecord) -> Option<&StepRecord> {
+        self.superseded.iter().find(|r| r.key() == record.key())
     }
 }
 
@@ -417,6 +436,7 @@ pub fn record(book_dir: &Path, device: &DeviceInfo, records: &[StepRecord]) -> R
         ResultsFile {
             device: device.clone(),
             records: Vec::new(),
+            superseded: Vec::new(),
         }
     };
     file.device = device.clone();
@@ -735,6 +755,7 @@ pub(crate) mod tests {
         let mut value = serde_json::to_value(ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![record_of(6, "tma_store", 4096, 0.2)],
+            superseded: Vec::new(),
         })
         .unwrap();
         let old = value["records"][0].as_object_mut().unwrap();
