@@ -22,7 +22,7 @@ pub const EXERCISES: &[Exercise] = &[
         ],
         answer: Some("A K tile of 64 elements spans two 32-element scale blocks: elements 0..31 of the tile (slices 0, 1) take the first scale, elements 32..63 (slices 2, 3) the second. With scale[r][0] for both blocks, A's second half of every K tile was scaled by its first half's scale."),
         hints: &[
-            "The MMAs, the tile order and the epilogue are step 10's; the wrong values are off by powers of two, so look at the conversions, dequantize_b and convert_a, and the scales they multiply by.",
+            "The MMAs, the tile order and the epilogue come from step 10's pipeline and know nothing of scales; the wrong values are off by powers of two, so look at the conversions, dequantize_b and convert_a, and the scales they multiply by.",
             "A K tile is 64 elements of K: two 32-element scale blocks. Slices 0, 1 take the first scale, slices 2, 3 the second. Does every converter build a factor from both?",
             "In convert_a, factor[r][b] must come from scale[r][b]; the planted kernel builds both blocks' factors from scale[r][0].",
         ],
