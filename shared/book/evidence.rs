@@ -234,7 +234,12 @@ fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
     cublas.profile = Some(Profile {
         source: ProfileSource::Ncu,
         note: None,
-        computed: crate::evidence::computed_for_shape(this.shape),
+        // cuBLAS runs on bf16 operands (step 11's dequantized ones) and writes its baseline's C.
+        computed: crate::evidence::computed_for_shape(
+            this.shape,
+            crate::run::registry::Format::Bf16,
+            this.profile.as_ref()?.cublas_baseline.c_element_bytes(),
+        ),
         ncu: Some(counters),
         cublas_ncu: None,
         cublas_baseline: crate::run::results::Baseline::CublasBf16C,
@@ -685,7 +690,7 @@ mod tests {
 
     fn profiled(step: u8, name: &str, ncu: bool) -> StepRecord {
         let mut r = record_of(step, name, 4096, 0.3);
-        let computed = computed_for_shape(r.shape);
+        let computed = computed_for_shape(r.shape, r.format(), r.format().c_element_bytes());
         let counters = ncu.then(|| NcuCounters {
             stalls: vec![Stall {
                 reason: "long_scoreboard".into(),

@@ -525,7 +525,7 @@ mod tests {
             r.profile = Some(crate::evidence::Profile {
                 source: crate::evidence::ProfileSource::Computed,
                 note: None,
-                computed: crate::evidence::computed_for_shape(r.shape),
+                computed: crate::evidence::computed_for_shape(r.shape, r.format(), r.format().c_element_bytes()),
                 ncu: None,
                 cublas_ncu: None,
                 cublas_baseline: crate::run::results::Baseline::CublasBf16C,

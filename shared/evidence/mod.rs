@@ -632,10 +632,11 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
             ncu.display(),
             clock.ncu_value()
         );
+        let format = record.format();
         let profile = record.profile.get_or_insert_with(|| Profile {
             source: ProfileSource::Computed,
             note: None,
-            computed: computed_for_shape(record.shape),
+            computed: computed_for_shape(record.shape, format, format.c_element_bytes()),
             ncu: None,
             cublas_ncu: None,
             cublas_baseline: crate::run::results::Baseline::CublasBf16C,

@@ -84,6 +84,24 @@ impl Format {
     /// Elements along K that share one scale (MX block size).
     pub const MX_BLOCK: usize = 32;
 
+    /// The compulsory bytes of a `rows` × `k` operand in this format: bf16, 2 bytes an element; MXFP8,
+    /// 1 byte an element (e4m3) and one scale byte per 32 along K.
+    pub fn operand_bytes(&self, rows: usize, k: usize) -> u64 {
+        let (rows, k) = (rows as u64, k as u64);
+        match self {
+            Format::Bf16 => 2 * rows * k,
+            Format::Mxfp8 => rows * k + rows * k.div_ceil(Self::MX_BLOCK as u64),
+        }
+    }
+
+    /// Bytes an element of `C`: bf16, 2; MXFP8, fp32, 4.
+    pub fn c_element_bytes(&self) -> u64 {
+        match self {
+            Format::Bf16 => 2,
+            Format::Mxfp8 => 4,
+        }
+    }
+
     /// The rule this format adds to the shape contract every step shares, if `shape` breaks it:
     /// MXFP8 needs K to be a whole number of 32-element scale blocks.
     pub fn contract_violation(&self, shape: Shape) -> Option<String> {

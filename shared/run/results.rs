@@ -219,6 +219,14 @@ impl Baseline {
         }
     }
 
+    /// Bytes an element of the `C` this cuBLAS writes.
+    pub fn c_element_bytes(self) -> u64 {
+        match self {
+            Baseline::CublasBf16C => 2,
+            Baseline::CublasF32C => 4,
+        }
+    }
+
     /// `bf16 C`: the output type alone, for a cell that differs from its column's.
     pub fn output(self) -> &'static str {
         match self {
@@ -315,6 +323,11 @@ impl StepRecord {
     /// `03 register_tiling`: how the figure and tables label a step.
     pub fn label(&self) -> String {
         format!("{:02} {}", self.step, self.name)
+    }
+
+    /// The number format of the record's step (bf16 for a step this build does not know).
+    pub fn format(&self) -> crate::run::registry::Format {
+        crate::run::steps::get(self.step).map_or(crate::run::registry::Format::Bf16, |s| s.format)
     }
 
     /// The cuBLAS this record's step is judged against ([`StepRecord::baseline`]), its timing and the

@@ -603,7 +603,8 @@ impl Session {
         // What the step's launch chose at this shape (step 10: the tile), and the grid of the
         // kernel that ran, which the driver's answer for the step's own compilation may not be.
         let plan = crate::run::registry::plan_for(id, self.shape);
-        let mut computed = crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape);
+        let mut computed =
+            crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape, kernel.step.format);
         if let Some(fit) = plan.as_ref().and_then(|p| p.clusters_fit) {
             computed.clusters_fit = Some(fit);
         }
