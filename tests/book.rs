@@ -250,6 +250,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         cublas_sgemm: Some(timing(0.0789, shape)),
         ratio_bf16: 0.370_731_7,
         ratio_sgemm: Some(0.641_463_4),
+        baseline: gemm_ladder::run::results::Baseline::CublasBf16C,
         timing_method: TimingMethod::Alternating,
         warmup_ms: Some(812.0),
         clocks: Some(ClockSummary {
@@ -285,6 +286,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
             nvrtc: "13.0".into(),
         },
         records: vec![record],
+        superseded: Vec::new(),
     };
     let pass = LadderResults::new(vec![file]);
     let all = pass.expand("{{#ladder-table}}", Path::new("results.md")).unwrap();
@@ -318,8 +320,8 @@ fn table_expansion_shows_the_numbers_it_was_given() {
     );
     assert!(
         step.contains(
-            "- NVIDIA H200, 4099×17×4104: timed in one loop with cuBLAS bf16 and cuBLAS SGEMM, launched in turn, \
-             20 launches each (2.46 ms of the step's GPU time) after 0.81 s of untimed warm-up; cuBLAS bf16 reached "
+            "- NVIDIA H200, 4099×17×4104: timed in one loop with cuBLAS (bf16 C) and cuBLAS SGEMM, launched in turn, \
+             20 launches each (2.46 ms of the step's GPU time) after 0.81 s of untimed warm-up; cuBLAS (bf16 C) reached "
         ) && step.contains(
             "; SM clock 1665 MHz (1410–1980) over 12 readings, 688 W of 700 W, power-capped 50% of the time."
         ),

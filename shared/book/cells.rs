@@ -3,7 +3,7 @@
 //! other code than the chapter shows.
 
 use crate::run::provenance::{Provenance, Source};
-use crate::run::results::{significant, ResultsFile, StepRecord, TimingMethod};
+use crate::run::results::{significant, Baseline, ResultsFile, StepRecord, TimingMethod};
 use std::fmt::Write as _;
 
 /// The marks a table puts on a record measured on other code than the chapter shows, and the one line
@@ -89,6 +89,40 @@ pub(super) fn ratio_text(ratio: Option<f64>) -> String {
     ratio.map_or_else(|| "—".into(), |r| significant(r, 3))
 }
 
+/// The header of a column of headline ratios over `records` (`× cuBLAS (bf16 C)`), and the baseline
+/// it names ([`crate::run::results::column_baseline`]).
+pub(super) fn headline_header<'a>(records: impl IntoIterator<Item = &'a StepRecord>) -> (String, Baseline) {
+    let column = crate::run::results::column_baseline(records);
+    (format!("× {}", column.label()), column)
+}
+
+/// A record's headline ratio in a column headed with `column`: with the C its cuBLAS writes where
+/// that differs from the column's (`0.912 (fp32 C)`).
+pub(super) fn headline_ratio_text(r: &StepRecord, column: Baseline) -> String {
+    headline_ratio_of(r, r.headline().ratio, column)
+}
+
+/// `ratio` (a ratio to `r`'s headline cuBLAS) in a column headed with `column`, as
+/// [`headline_ratio_text`] writes it.
+pub(super) fn headline_ratio_of(r: &StepRecord, ratio: f64, column: Baseline) -> String {
+    let baseline = r.headline().baseline;
+    if baseline == column {
+        significant(ratio, 3)
+    } else {
+        format!("{} ({})", significant(ratio, 3), baseline.output())
+    }
+}
+
+/// An alternative's TFLOPS over its record's headline cuBLAS (from the same loop): the ratio the record
+/// kept for bf16 C, computed from the two timings for another baseline.
+pub(super) fn alternative_headline_ratio(r: &StepRecord, a: &crate::run::results::AlternativeRecord) -> f64 {
+    let headline = r.headline();
+    match headline.baseline {
+        Baseline::CublasBf16C => a.ratio_bf16,
+        Baseline::CublasF32C => a.time.tflops / headline.cublas.tflops,
+    }
+}
+
 /// The error against cuBLAS (`cublas`) or against the other reference (the previous step, the CPU).
 pub(super) fn check_text(r: &StepRecord, cublas: bool) -> String {
     let check = r
@@ -154,10 +188,11 @@ pub(super) fn bytes_text(bytes: u64) -> String {
 /// How one record was timed, and the clocks it ran at, in a sentence (the tables have no room for a
 /// clock column: mdBook's text column is 750 px wide, which they already overflow).
 pub(super) fn timing_text(r: &StepRecord, device: &crate::run::results::DeviceInfo) -> String {
-    let references = if r.cublas_sgemm.is_some() {
-        "cuBLAS bf16 and cuBLAS SGEMM"
-    } else {
-        "cuBLAS bf16"
+    let headline = r.headline();
+    let references = match (&r.mx, r.cublas_sgemm.is_some()) {
+        (Some(_), _) => "its MXFP8 baselines".to_string(),
+        (None, true) => format!("{} and cuBLAS SGEMM", headline.baseline.label()),
+        (None, false) => headline.baseline.label().to_string(),
     };
     let mut text = match r.timing_method {
         TimingMethod::Alternating => format!(
@@ -175,8 +210,9 @@ pub(super) fn timing_text(r: &StepRecord, device: &crate::run::results::DeviceIn
     };
     let _ = write!(
         text,
-        "; cuBLAS bf16 reached {} TFLOPS",
-        significant(r.cublas_bf16.tflops, 3)
+        "; {} reached {} TFLOPS",
+        headline.baseline.label(),
+        significant(headline.cublas.tflops, 3)
     );
     match &r.clocks {
         Some(c) => {

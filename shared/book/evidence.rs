@@ -18,7 +18,7 @@
 use crate::book::quoted::{self, QUOTED, SOURCES};
 use crate::evidence::timeline;
 use crate::evidence::{Profile, ProfileSource};
-use crate::run::results::{significant, ResultsFile, StepRecord};
+use crate::run::results::{significant, Baseline, ResultsFile, StepRecord};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -202,7 +202,27 @@ const ROWS: &[Row] = &[
     }),
 ];
 
-/// The cuBLAS column of a step's evidence table: cuBLAS bf16's kernel as profiled beside the step's
+/// The cuBLAS column's header: the baseline its counters are of.
+fn cublas_label(this: &StepRecord) -> &'static str {
+    this.profile
+        .as_ref()
+        .map_or(Baseline::CublasBf16C, |p| p.cublas_baseline)
+        .label()
+}
+
+/// What the cuBLAS column's GEMM ran on.
+fn cublas_inputs(this: &StepRecord) -> &'static str {
+    match this
+        .profile
+        .as_ref()
+        .map_or(Baseline::CublasBf16C, |p| p.cublas_baseline)
+    {
+        Baseline::CublasBf16C => "bf16 inputs, bf16 C",
+        Baseline::CublasF32C => "the exactly dequantized MXFP8 inputs, fp32 C, as the step writes",
+    }
+}
+
+/// The cuBLAS column of a step's evidence table: the step's cuBLAS baseline's kernel as profiled beside the step's
 /// (same shape, same ncu settings), as a record whose figures are only what ncu measured (the
 /// step's registers, block size and clusters are not cuBLAS's).
 fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
@@ -214,9 +234,15 @@ fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
     cublas.profile = Some(Profile {
         source: ProfileSource::Ncu,
         note: None,
-        computed: crate::evidence::computed_for_shape(this.shape),
+        // cuBLAS runs on bf16 operands (step 11's dequantized ones) and writes its baseline's C.
+        computed: crate::evidence::computed_for_shape(
+            this.shape,
+            crate::run::registry::Format::Bf16,
+            this.profile.as_ref()?.cublas_baseline.c_element_bytes(),
+        ),
         ncu: Some(counters),
         cublas_ncu: None,
+        cublas_baseline: crate::run::results::Baseline::CublasBf16C,
     });
     Some(cublas)
 }
@@ -234,7 +260,9 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
             continue;
         };
         let before = previous.and_then(|p| chapter_record(file, p));
-        let steps: Vec<&StepRecord> = before.into_iter().chain(std::iter::once(this)).collect();
+        // The step as it was before its kernel last changed, where that record was profiled.
+        let earlier = file.superseded_by(this);
+        let steps: Vec<&StepRecord> = before.into_iter().chain(earlier).chain(std::iter::once(this)).collect();
         if steps.iter().all(|r| r.profile.is_none()) {
             let _ = writeln!(out, "Not profiled yet on {}: {hint}.\n", file.device.name);
             continue;
@@ -245,13 +273,17 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         let mut rule = String::from("|---|");
         let mut marks = crate::book::Marks::default();
         for r in &steps {
-            let label = marks.on(r.label(), crate::run::provenance::of_record(r));
+            let name = match earlier {
+                Some(e) if std::ptr::eq(e, *r) => format!("{} before (at {})", r.label(), r.git),
+                _ => r.label(),
+            };
+            let label = marks.on(name, crate::run::provenance::of_record(r));
             let _ = write!(header, " {label} |");
             rule.push_str("---|");
         }
         let cublas = cublas_column(this);
         if cublas.is_some() {
-            header.push_str(" cuBLAS bf16 |");
+            let _ = write!(header, " {} |", cublas_label(this));
             rule.push_str("---|");
         }
         let columns: Vec<&StepRecord> = steps.iter().copied().chain(cublas.as_ref()).collect();
@@ -274,11 +306,13 @@ pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
         if let Some(counters) = cublas.as_ref().and_then(|r| r.profile.as_ref()?.ncu.as_ref()) {
             let _ = writeln!(
                 out,
-                "The cuBLAS bf16 column is {} at the same shape, profiled with the same settings right after the step's kernel.\n",
+                "The {} column is {} at the same shape ({}), profiled with the same settings right after the step's kernel.\n",
+                cublas_label(this),
                 counters
                     .kernel
                     .as_deref()
-                    .map_or("cuBLAS's kernel".to_string(), |k| format!("its kernel `{k}`"))
+                    .map_or("cuBLAS's kernel".to_string(), |k| format!("its kernel `{k}`")),
+                cublas_inputs(this)
             );
         }
         if steps.iter().any(|r| r.profile.as_ref().is_none_or(|p| p.ncu.is_none())) {
@@ -656,7 +690,7 @@ mod tests {
 
     fn profiled(step: u8, name: &str, ncu: bool) -> StepRecord {
         let mut r = record_of(step, name, 4096, 0.3);
-        let computed = computed_for_shape(r.shape);
+        let computed = computed_for_shape(r.shape, r.format(), r.format().c_element_bytes());
         let counters = ncu.then(|| NcuCounters {
             stalls: vec![Stall {
                 reason: "long_scoreboard".into(),
@@ -683,8 +717,46 @@ mod tests {
             computed,
             ncu: counters,
             cublas_ncu: None,
+            cublas_baseline: Baseline::CublasBf16C,
         });
         r
+    }
+
+    /// A step whose kernel changed keeps its last profiled record: merging the new record moves the
+    /// old one aside, and the evidence table shows it between the predecessor and the step now.
+    #[test]
+    fn evidence_tables_show_the_step_before_its_kernel_changed() {
+        let mut file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![profiled(10, "persistent", true)],
+            superseded: Vec::new(),
+        };
+        let mut old = profiled(11, "mxfp8", true);
+        old.git = "e47ae65cb4".into();
+        old.source_hash = Some("fnv1a64:old".into());
+        file.merge(std::slice::from_ref(&old));
+        // The same kernel again replaces it without keeping it.
+        file.merge(std::slice::from_ref(&old));
+        assert!(file.superseded.is_empty());
+        let mut new = profiled(11, "mxfp8", true);
+        new.source_hash = Some("fnv1a64:new".into());
+        file.merge(std::slice::from_ref(&new));
+        assert_eq!(file.superseded.len(), 1);
+        let text = evidence_table(std::slice::from_ref(&file), 11);
+        assert!(
+            text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) | 11 mxfp8 |"),
+            "{text}"
+        );
+        // An unprofiled record replaced is not kept: nothing to show.
+        let mut unprofiled = profiled(11, "mxfp8", false);
+        unprofiled.source_hash = Some("fnv1a64:third".into());
+        let mut bare = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![unprofiled],
+            superseded: Vec::new(),
+        };
+        bare.merge(std::slice::from_ref(&new));
+        assert!(bare.superseded.is_empty());
     }
 
     #[test]
@@ -692,6 +764,7 @@ mod tests {
         let file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![profiled(4, "tma_mma", false), profiled(5, "swizzle128", true)],
+            superseded: Vec::new(),
         };
         let text = evidence_table(std::slice::from_ref(&file), 5);
         assert!(text.contains("| | 04 tma_mma | 05 swizzle128 |"), "{text}");
@@ -762,6 +835,7 @@ mod tests {
         let mut file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![profiled(9, "epilogue_double_buffer", true), step10],
+            superseded: Vec::new(),
         };
         // Without cuBLAS's profile (a record from before it): the two steps, no cuBLAS column.
         let before = evidence_table(std::slice::from_ref(&file), 10);
@@ -778,7 +852,7 @@ mod tests {
         file.records[1].profile.as_mut().unwrap().cublas_ncu = Some(cublas_counters());
         let text = evidence_table(std::slice::from_ref(&file), 10);
         assert!(
-            text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS bf16 |"),
+            text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS (bf16 C) |"),
             "{text}"
         );
         assert!(
@@ -805,6 +879,14 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| |")) {
             assert_eq!(line.matches(" | ").count(), 3, "{line}");
         }
+        // A record whose cuBLAS was the fp32-C one on the dequantized inputs (an MXFP8 step's) says so.
+        file.records[1].profile.as_mut().unwrap().cublas_baseline = Baseline::CublasF32C;
+        let text = evidence_table(std::slice::from_ref(&file), 10);
+        assert!(text.contains("| 10 persistent | cuBLAS (fp32 C) |"), "{text}");
+        assert!(
+            text.contains("The cuBLAS (fp32 C) column is") && text.contains("dequantized MXFP8 inputs, fp32 C"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -837,6 +919,7 @@ mod tests {
         let mut file = ResultsFile {
             device: d,
             records: vec![profiled(10, "persistent", false)],
+            superseded: Vec::new(),
         };
         let before = clusters_text(std::slice::from_ref(&file), 10);
         assert!(
@@ -876,6 +959,7 @@ mod tests {
         let file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![profiled(6, "tma_store", true), profiled(7, "multicast", true)],
+            superseded: Vec::new(),
         };
         let mut files = vec![file];
         files[0].records[1]

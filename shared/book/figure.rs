@@ -9,7 +9,7 @@ use super::svg::{
 };
 use crate::error::Result;
 use crate::run::registry::Format;
-use crate::run::results::{significant, ResultsFile, StepRecord};
+use crate::run::results::{significant, Baseline, ResultsFile, StepRecord};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -22,6 +22,8 @@ pub fn ladder_svg_path(book_dir: &Path, slug: &str) -> PathBuf {
 }
 
 const CUBLAS_SGEMM: RGBColor = RGBColor(90, 90, 90);
+/// cuBLAS writing fp32 C on the dequantized operands: an MXFP8 run's like-for-like baseline.
+const CUBLAS_F32_C: RGBColor = RGBColor(200, 110, 0);
 /// The quoted B200 series (hollow markers): colours no measured series uses.
 const QUOTED: [RGBColor; 3] = [RGBColor(0, 130, 130), RGBColor(170, 50, 130), RGBColor(150, 120, 0)];
 
@@ -71,14 +73,17 @@ fn log_tick_label(v: f64) -> String {
 type QuotedSeries = (&'static str, String, Vec<(usize, f64)>);
 
 /// One recorded run as the figure draws it: the step's TFLOPS and, from the same alternating loop,
-/// cuBLAS's (runs at different clocks are never compared through one shared cuBLAS value).
+/// the cuBLAS it is judged against (runs at different clocks are never compared through one shared
+/// cuBLAS value): bf16 C for the bf16 steps, fp32 C for an MXFP8 step that recorded it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Point {
     step: u8,
     tflops: f64,
-    cublas_bf16: f64,
+    /// The record's headline cuBLAS ([`StepRecord::headline`]) and the step's ratio to it.
+    cublas: f64,
+    baseline: Baseline,
     cublas_sgemm: Option<f64>,
-    ratio_bf16: f64,
+    ratio: f64,
 }
 
 /// What the ladder figure shows, pulled out of a results file.
@@ -104,12 +109,14 @@ impl LadderData {
         let mut series: BTreeMap<usize, Vec<Point>> = BTreeMap::new();
         for r in &square {
             steps.entry(r.step).or_insert_with(|| r.label());
+            let headline = r.headline();
             series.entry(r.shape.m).or_default().push(Point {
                 step: r.step,
                 tflops: r.time.tflops,
-                cublas_bf16: r.cublas_bf16.tflops,
+                cublas: headline.cublas.tflops,
+                baseline: headline.baseline,
                 cublas_sgemm: r.cublas_sgemm.as_ref().map(|t| t.tflops).filter(|t| *t > 0.0),
-                ratio_bf16: r.ratio_bf16,
+                ratio: headline.ratio,
             });
         }
         for points in series.values_mut() {
@@ -134,7 +141,7 @@ impl LadderData {
             .series
             .values()
             .flatten()
-            .flat_map(|p| [Some(p.tflops), Some(p.cublas_bf16), p.cublas_sgemm])
+            .flat_map(|p| [Some(p.tflops), Some(p.cublas), p.cublas_sgemm])
             .flatten()
             .filter(|t| *t > 0.0)
             .chain(
@@ -152,12 +159,7 @@ impl LadderData {
     /// The top of the ratio panel: at least a little above 1 (the line where a step is as fast as
     /// cuBLAS), and above the largest ratio.
     fn ratio_top(&self) -> f64 {
-        let most = self
-            .series
-            .values()
-            .flatten()
-            .map(|p| p.ratio_bf16)
-            .fold(1.0f64, f64::max);
+        let most = self.series.values().flatten().map(|p| p.ratio).fold(1.0f64, f64::max);
         (most * 1.15 / 0.2).ceil() * 0.2
     }
 
@@ -358,20 +360,34 @@ fn draw_ladder(
     // cuBLAS, timed in each step's own loop: a short bar at each run, never one line for runs that
     // ran at different clocks.
     let bf16_style = CUBLAS_BF16.stroke_width(3);
+    let f32_style = CUBLAS_F32_C.stroke_width(3);
     let sgemm_style = CUBLAS_SGEMM.stroke_width(3);
     let mut legend_bf16 = false;
+    let mut legend_f32 = false;
     let mut legend_sgemm = false;
     for (j, points) in data.series.values().enumerate() {
         for p in points {
             let Some(x) = x_at(p.step, j) else { continue };
             let bar = |value: f64| vec![(x - half, value), (x + half, value)];
-            if p.cublas_bf16 > 0.0 {
-                let drawn = chart.draw_series(std::iter::once(PathElement::new(bar(p.cublas_bf16), bf16_style)))?;
-                if !legend_bf16 {
-                    legend_bf16 = true;
+            if p.cublas > 0.0 {
+                let (style, label, told) = match p.baseline {
+                    Baseline::CublasBf16C => (
+                        bf16_style,
+                        "cuBLAS (bf16 C), timed in the same loop as the run beside it",
+                        &mut legend_bf16,
+                    ),
+                    Baseline::CublasF32C => (
+                        f32_style,
+                        "cuBLAS (fp32 C) on the dequantized operands, likewise: an MXFP8 run's baseline",
+                        &mut legend_f32,
+                    ),
+                };
+                let drawn = chart.draw_series(std::iter::once(PathElement::new(bar(p.cublas), style)))?;
+                if !*told {
+                    *told = true;
                     drawn
-                        .label("cuBLAS bf16, timed in the same loop as the run beside it")
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], bf16_style));
+                        .label(label)
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
                 }
             }
             if let Some(sgemm) = p.cublas_sgemm {
@@ -449,8 +465,9 @@ fn draw_ladder(
     draw_ratio_panel(&lower, data)
 }
 
-/// The lower panel: each run's TFLOPS over cuBLAS bf16's from the same loop, the number the chapters
-/// judge a step by, written above its marker for the ladder's own size (the first drawn).
+/// The lower panel: each run's TFLOPS over its headline cuBLAS's from the same loop (bf16 C; an MXFP8
+/// run's: fp32 C), the number the chapters judge a step by, written above its marker for the ladder's
+/// own size (the first drawn).
 fn draw_ratio_panel(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     data: &LadderData,
@@ -474,7 +491,7 @@ fn draw_ratio_panel(
         .x_labels(0)
         .y_labels(((top / 0.2).round() as usize + 1).min(12))
         .y_label_formatter(&|v| format!("{v:.1}"))
-        .y_desc("× cuBLAS bf16")
+        .y_desc("× cuBLAS (same C)")
         .axis_desc_style((FONT, 16))
         .label_style((FONT, 14))
         .bold_line_style(GRID)
@@ -498,7 +515,7 @@ fn draw_ratio_panel(
             .iter()
             .filter_map(|p| {
                 data.x_of(p.step)
-                    .map(|i| (i as f64 + data.size_offset(j), p.ratio_bf16, is_mx(p.step)))
+                    .map(|i| (i as f64 + data.size_offset(j), p.ratio, is_mx(p.step)))
             })
             .collect();
         for (mx, style) in [(false, colour.filled()), (true, colour.stroke_width(2))] {
@@ -522,7 +539,17 @@ fn draw_ratio_panel(
         let (px, py) = local(chart.backend_coord(&(0.0, top)));
         area.draw(&Text::new(
             format!(
-                "ratio to cuBLAS bf16 from the same loop (MXFP8: to cuBLAS bf16 on the dequantized operands); {} written",
+                "ratio to cuBLAS from the same loop, writing the same C: {}; {} written",
+                if data
+                    .series
+                    .values()
+                    .flatten()
+                    .any(|p| p.baseline == Baseline::CublasF32C)
+                {
+                    "bf16 C; MXFP8 (hollow): fp32 C, on the dequantized operands"
+                } else {
+                    "bf16 C"
+                },
                 cube(size)
             ),
             (px + 8, py + 6),
@@ -580,6 +607,7 @@ mod tests {
         ResultsFile {
             device: device("NVIDIA H100 80GB HBM3"),
             records,
+            superseded: Vec::new(),
         }
     }
 
@@ -617,7 +645,9 @@ mod tests {
         }
         assert!(svg.contains("NVIDIA H100 80GB HBM3"));
         assert!(svg.contains("4096³") && svg.contains("8192³"));
-        assert!(svg.contains("cuBLAS bf16") && svg.contains("cuBLAS SGEMM"));
+        assert!(svg.contains("cuBLAS (bf16 C)") && svg.contains("cuBLAS SGEMM"));
+        // No MXFP8 record names fp32 C here: no fp32-C legend.
+        assert!(!svg.contains("cuBLAS (fp32 C)"));
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     }
 
@@ -630,12 +660,54 @@ mod tests {
             r.cublas_bf16.tflops = 600.0 + i as f64;
         }
         let data = LadderData::of(&file);
-        let ticks: Vec<f64> = data.series[&4096].iter().map(|p| p.cublas_bf16).collect();
+        let ticks: Vec<f64> = data.series[&4096].iter().map(|p| p.cublas).collect();
         assert_eq!(ticks.len(), 11);
         assert!(ticks.windows(2).all(|w| w[0] < w[1]), "{ticks:?}");
         let svg = ladder_svg(&file).unwrap();
         assert!(svg.contains("timed in the same loop"));
-        assert!(svg.contains("× cuBLAS bf16"));
+        assert!(svg.contains("× cuBLAS (same C)"));
+    }
+
+    /// An MXFP8 record that timed cuBLAS with fp32 C is drawn against it, bar and ratio, and the legend
+    /// and the ratio panel say so; the other steps keep cuBLAS with bf16 C.
+    #[test]
+    fn an_mxfp8_run_is_drawn_against_its_own_baseline() {
+        let mut file = synthetic();
+        let r = file
+            .records
+            .iter_mut()
+            .find(|r| r.step == 11 && r.shape.m == 4096)
+            .unwrap();
+        let mut f32_c = r.cublas_bf16.clone();
+        f32_c.tflops *= 0.95;
+        r.baseline = crate::run::results::Baseline::CublasF32C;
+        r.mx = Some(crate::run::results::MxBaselines {
+            quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
+            ratio_cublas_f32_c: Some(r.time.tflops / f32_c.tflops),
+            cublas_f32_c: Some(f32_c.clone()),
+            dequantize_then_cublas: f32_c.clone(),
+            ratio_dequantize_then_cublas: 1.0,
+            dequantize_then_cublas_output: "fp32".into(),
+            cublaslt_fp8_tensorwise: None,
+            ratio_cublaslt_fp8_tensorwise: None,
+            cublaslt_fp8_output: "none".into(),
+            cublaslt_fp8_unavailable: None,
+        });
+        let want = r.time.tflops / f32_c.tflops;
+        let data = LadderData::of(&file);
+        let p = data.series[&4096].iter().find(|p| p.step == 11).unwrap();
+        assert_eq!(
+            (p.baseline, p.cublas, p.ratio),
+            (Baseline::CublasF32C, f32_c.tflops, want)
+        );
+        let others = data.series[&4096].iter().filter(|p| p.step != 11);
+        assert!(others.into_iter().all(|p| p.baseline == Baseline::CublasBf16C));
+        let svg = ladder_svg(&file).unwrap();
+        assert!(
+            svg.contains("cuBLAS (fp32 C) on the dequantized operands") && svg.contains("cuBLAS (bf16 C)"),
+            "{svg}"
+        );
+        assert!(svg.contains("MXFP8 (hollow): fp32 C"));
     }
 
     #[test]

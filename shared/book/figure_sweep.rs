@@ -402,6 +402,7 @@ pub(crate) mod tests {
         ResultsFile {
             device: device("NVIDIA H200"),
             records,
+            superseded: Vec::new(),
         }
     }
 

@@ -14,7 +14,7 @@
 //! | `{{#ladder-plans stepNN}}` | per sweep shape: what the launch chose, and the fastest alternative |
 //! | `{{#ladder-sweep-compare step10 A B}}` | inline: the swept ratio at shape A against B, and whether lower |
 //! | `{{#ladder-alternatives step11}}` | one row per alternative design timed with that step's runs |
-//! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (dequantize + cuBLAS, cuBLAS bf16, cuBLASLt fp8) |
+//! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (cuBLAS fp32 C and bf16 C, dequantize + cuBLAS, cuBLASLt fp8) |
 //!
 //! and the evidence directives of [`crate::book::evidence`] (`ladder-evidence stepNN`,
 //! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`) and
@@ -416,6 +416,17 @@ impl LadderResults {
                     "![TFLOPS ladder on {}]({up}figures/ladder-{slug}.svg)\n",
                     file.device.name
                 );
+                let like_for_like = file
+                    .records
+                    .iter()
+                    .any(|r| !r.sweep && r.headline().baseline == crate::run::results::Baseline::CublasF32C);
+                if like_for_like {
+                    let _ = writeln!(
+                        out,
+                        "On the {}, each bar and ratio of a bf16 step is against cuBLAS writing bf16 C; the MXFP8 step's (hollow markers) against cuBLAS writing fp32 C on the dequantized operands, the C it writes itself.\n",
+                        file.device.name
+                    );
+                }
             } else {
                 let _ = writeln!(
                     out,
@@ -520,6 +531,7 @@ mod tests {
                 record_of(1, "naive", 4096, 100.0),
                 record_of(3, "register_tiling", 4096, 4.0),
             ],
+            superseded: Vec::new(),
         }
     }
 

@@ -144,9 +144,11 @@ fn spent(t: &Timing) -> f64 {
 /// Every contender timed in a record's loop: the step, cuBLAS, and the baselines and alternative
 /// designs timed beside it.
 fn contenders(r: &StepRecord) -> impl Iterator<Item = &Timing> {
-    let mx =
-        r.mx.iter()
-            .flat_map(|m| std::iter::once(&m.dequantize_then_cublas_bf16).chain(m.cublaslt_fp8_tensorwise.as_ref()));
+    let mx = r.mx.iter().flat_map(|m| {
+        std::iter::once(&m.dequantize_then_cublas)
+            .chain(m.cublas_f32_c.as_ref())
+            .chain(m.cublaslt_fp8_tensorwise.as_ref())
+    });
     [&r.time, &r.cublas_bf16]
         .into_iter()
         .chain(r.cublas_sgemm.as_ref())
@@ -228,6 +230,7 @@ mod tests {
         let file = ResultsFile {
             device: d.clone(),
             records,
+            superseded: Vec::new(),
         };
         let table = peak_table(std::slice::from_ref(&file));
         assert!(

@@ -5,7 +5,7 @@
 use super::cells::*;
 use super::{sweep_hint, RECORD_HINT};
 use crate::run::provenance;
-use crate::run::results::{significant, ResultsFile, StepRecord};
+use crate::run::results::{significant, Baseline, ResultsFile, StepRecord};
 use std::fmt::Write as _;
 
 /// The results table as Markdown: every record of every file (`step = None`), or one step's records
@@ -45,6 +45,7 @@ fn table_of(files: &[ResultsFile], step: Option<u8>, sm80: bool) -> String {
         .iter()
         .filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f)))
         .count();
+    let (ratio_header, column) = headline_header(rows.iter().map(|(_, r)| *r));
     let mut header = if gpus > 1 { vec!["GPU"] } else { Vec::new() };
     if step.is_none() {
         header.push("step");
@@ -54,7 +55,7 @@ fn table_of(files: &[ResultsFile], step: Option<u8>, sm80: bool) -> String {
         "arch",
         "median ms",
         "TFLOPS",
-        "× cuBLAS bf16",
+        ratio_header.as_str(),
         "× cuBLAS SGEMM",
     ]);
     if sm80 {
@@ -91,7 +92,7 @@ fn table_of(files: &[ResultsFile], step: Option<u8>, sm80: bool) -> String {
             r.arch.clone(),
             significant(r.time.median_ms, 3),
             significant(r.time.tflops, 3),
-            ratio_text(Some(r.ratio_bf16)),
+            headline_ratio_text(r, column),
             ratio_text(r.ratio_sgemm),
         ]);
         if sm80 {
@@ -118,6 +119,13 @@ fn table_of(files: &[ResultsFile], step: Option<u8>, sm80: bool) -> String {
     }
     out.push('\n');
     out.push_str(&marks.note());
+    if rows.iter().any(|(_, r)| r.headline().baseline == Baseline::CublasF32C) {
+        out.push_str(
+            "An MXFP8 step writes fp32 C: its ratio is to cuBLAS writing fp32 C too, on the exactly \
+             dequantized operands (like for like), as every other row compares bf16 C with bf16 C; the \
+             step's table of baselines gives cuBLAS with bf16 C beside it.\n\n",
+        );
+    }
     out.push_str(
         "× cuBLAS is this kernel's TFLOPS over cuBLAS's, timed in the same process on the same inputs \
          (1 = as fast); from the alternating records on, in one loop that launched the kernel and cuBLAS \
@@ -194,14 +202,16 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
             sweep_hint()
         );
     }
+    let (ratio_header, column) = headline_header(rows.iter().map(|(_, r)| *r));
+    let cublas_header = format!("{} TFLOPS", column.label());
     let header = [
         "GPU",
         "step",
         "shape",
         "median ms",
         "TFLOPS",
-        "cuBLAS bf16 TFLOPS",
-        "× cuBLAS bf16",
+        cublas_header.as_str(),
+        ratio_header.as_str(),
         "SM clock, MHz",
         "rel. error vs previous",
         "rel. error vs cuBLAS",
@@ -220,8 +230,8 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
             marks.on(shape_text(r), provenance::of_record(r)),
             significant(r.time.median_ms, 3),
             significant(r.time.tflops, 3),
-            significant(r.cublas_bf16.tflops, 3),
-            ratio_text(Some(r.ratio_bf16)),
+            headline_ratio_of(r, r.headline().cublas.tflops, column),
+            headline_ratio_text(r, column),
             r.clocks
                 .as_ref()
                 .map_or_else(|| "—".into(), |c| c.sm_mhz_median.to_string()),
@@ -234,8 +244,8 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
     out.push('\n');
     out.push_str(&marks.note());
     out.push_str(
-        "At every shape the step was first verified, against the previous step and against cuBLAS bf16 on the \
-         same inputs, then timed in one loop with cuBLAS bf16, the two launched in turn; × cuBLAS is the ratio \
+        "At every shape the step was first verified, against the previous step and against cuBLAS on the \
+         same inputs, then timed in one loop with cuBLAS, the two launched in turn; × cuBLAS is the ratio \
          of the two medians from that loop (above 1: the step is faster). The SM clock is NVML's median while \
          that loop ran.\n\n",
     );
@@ -269,8 +279,9 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
 }
 
 /// An MXFP8 step's baselines as Markdown: per (plain) record, the step's kernel and what it is measured
-/// against in the same alternating loop: cuBLAS bf16 on the exactly dequantized operands, "dequantize,
-/// then cuBLAS bf16" (both operands), and cuBLASLt fp8 with one scale per tensor (the fp8 ceiling).
+/// against in the same alternating loop, each named with the C it writes: cuBLAS on the exactly
+/// dequantized operands writing fp32 C (the headline) and bf16 C, "dequantize, then cuBLAS" (both
+/// operands), and cuBLASLt fp8 with one scale per tensor (the fp8 ceiling).
 pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
     let rows: Vec<(&ResultsFile, &StepRecord)> = files
         .iter()
@@ -285,9 +296,9 @@ pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| GPU | shape | the step's kernel | cuBLAS bf16, dequantized operands | dequantize, then cuBLAS bf16 | cuBLASLt fp8, one scale per tensor |"
+        "| GPU | shape | the step's kernel (fp32 C) | cuBLAS (fp32 C), dequantized operands | cuBLAS (bf16 C), dequantized operands | dequantize, then cuBLAS | cuBLASLt fp8, one scale per tensor |"
     );
-    let _ = writeln!(out, "|:---|:---|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|:---|:---|---:|---:|---:|---:|---:|");
     let cell = |t: &crate::run::results::Timing, ratio: f64| {
         format!(
             "{} ms, {} TFLOPS (step × {})",
@@ -299,8 +310,17 @@ pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
     let mut marks = Marks::default();
     for (file, r) in &rows {
         let mx = r.mx.as_ref().expect("filtered above");
-        let fp8 = match (&mx.cublaslt_fp8_tensorwise, mx.ratio_cublaslt_fp8_tensorwise) {
+        let f32_c = match (&mx.cublas_f32_c, mx.ratio_cublas_f32_c) {
             (Some(t), Some(ratio)) => cell(t, ratio),
+            _ => "not timed (recorded before it was)".to_string(),
+        };
+        let dequantize = format!(
+            "{}, {} C",
+            cell(&mx.dequantize_then_cublas, mx.ratio_dequantize_then_cublas),
+            mx.dequantize_then_cublas_output
+        );
+        let fp8 = match (&mx.cublaslt_fp8_tensorwise, mx.ratio_cublaslt_fp8_tensorwise) {
+            (Some(t), Some(ratio)) => format!("{}, {} C", cell(t, ratio), mx.cublaslt_fp8_output),
             _ => format!(
                 "not run: {}",
                 mx.cublaslt_fp8_unavailable.as_deref().unwrap_or("no timing")
@@ -308,23 +328,23 @@ pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} ms, {} TFLOPS | {} | {} | {fp8} |",
+            "| {} | {} | {} ms, {} TFLOPS | {f32_c} | {} | {dequantize} | {fp8} |",
             file.device.name,
             marks.on(shape_text(r), provenance::of_record(r)),
             significant(r.time.median_ms, 3),
             significant(r.time.tflops, 3),
             cell(&r.cublas_bf16, r.ratio_bf16),
-            cell(&mx.dequantize_then_cublas_bf16, mx.ratio_dequantize_then_cublas_bf16),
         );
     }
     out.push('\n');
     out.push_str(&marks.note());
     out.push_str(
-        "All four were timed in one alternating loop (the step's table gives the clocks), on the same \
+        "All of them were timed in one alternating loop (the step's table gives the clocks), on the same \
          inputs; \"step ×\" is the step's speed over the baseline's, above 1 where the step is faster. The \
-         dequantize kernel is the step's own conversion (shared/check/mx_dequant.cu), run on A and on B; \
-         cuBLASLt fp8 computes the product of the e4m3 bytes without their block scales: a ceiling, not \
-         the same product.\n",
+         step writes fp32 C, so its headline ratio is to cuBLAS writing fp32 C on the exactly dequantized \
+         operands; cuBLAS writing bf16 C moves half the bytes of C. The dequantize kernel is the step's own \
+         conversion (shared/check/mx_dequant.cu), run on A and on B before cuBLAS; cuBLASLt fp8 computes the \
+         product of the e4m3 bytes without their block scales: a ceiling, not the same product.\n",
     );
     out
 }
@@ -342,10 +362,11 @@ pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
             "No alternative design of step {step:02} has been recorded on a GPU yet: `cargo run --release --bin step{step:02}` on a machine with an NVIDIA GPU times them with the step and records them here.\n"
         );
     }
+    let (ratio_header, column) = headline_header(rows.iter().map(|(_, r)| *r));
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| GPU | shape | design | TFLOPS | × cuBLAS bf16 | the step's kernel, TFLOPS | × the step's kernel | registers | shared memory |"
+        "| GPU | shape | design | TFLOPS | {ratio_header} | the step's kernel, TFLOPS | × the step's kernel | registers | shared memory |"
     );
     let _ = writeln!(out, "|:---|:---|:---|---:|---:|---:|---:|---:|---:|");
     let mut marks = Marks::default();
@@ -366,7 +387,7 @@ pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
                 shape_text(r),
                 marks.on(design, provenance::of_alternative(r, a)),
                 significant(a.time.tflops, 3),
-                significant(a.ratio_bf16, 3),
+                headline_ratio_of(r, alternative_headline_ratio(r, a), column),
                 significant(r.time.tflops, 3),
                 significant(a.ratio_step, 3),
                 bytes_text(a.dynamic_smem_bytes as u64),
@@ -414,10 +435,16 @@ pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
 /// record's `plan`), its ratio to cuBLAS, and every alternative timed in the same loop, fastest first:
 /// whether the choice was the fastest of what was timed.
 pub fn plans_table(files: &[ResultsFile], step: u8) -> String {
+    let (ratio_header, column) = headline_header(
+        files
+            .iter()
+            .flat_map(|f| &f.records)
+            .filter(|r| r.sweep && r.step == step),
+    );
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| GPU | shape | the launch chose | × cuBLAS bf16 | the alternatives in the same loop, fastest first |"
+        "| GPU | shape | the launch chose | {ratio_header} | the alternatives in the same loop, fastest first |"
     );
     let _ = writeln!(out, "|:---|:---|:---|---:|:---|");
     let mut rows = 0;
@@ -431,10 +458,11 @@ pub fn plans_table(files: &[ResultsFile], step: u8) -> String {
                 p.split_once(": ").map_or(p, |(_, rest)| rest).to_string()
             });
             let mut alternatives: Vec<_> = r.alternatives.iter().collect();
-            alternatives.sort_by(|a, b| b.ratio_bf16.total_cmp(&a.ratio_bf16));
+            let ratio = |a: &crate::run::results::AlternativeRecord| alternative_headline_ratio(r, a);
+            alternatives.sort_by(|a, b| ratio(b).total_cmp(&ratio(a)));
             let others: Vec<String> = alternatives
                 .iter()
-                .map(|a| format!("`{}` {}", a.name, significant(a.ratio_bf16, 3)))
+                .map(|a| format!("`{}` {}", a.name, headline_ratio_of(r, ratio(a), column)))
                 .collect();
             let others = if others.is_empty() {
                 "—".to_string()
@@ -447,7 +475,7 @@ pub fn plans_table(files: &[ResultsFile], step: u8) -> String {
                 file.device.name,
                 r.shape,
                 chose.replace('|', "\\|"),
-                significant(r.ratio_bf16, 3),
+                headline_ratio_text(r, column),
                 others,
             );
             rows += 1;
@@ -489,6 +517,7 @@ mod tests {
         let file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![matching.clone(), changed, unhashed, dirty, both],
+            superseded: Vec::new(),
         };
 
         let all = table(std::slice::from_ref(&file), None);
@@ -524,6 +553,7 @@ mod tests {
         let clean = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![matching],
+            superseded: Vec::new(),
         };
         let text = table(std::slice::from_ref(&clean), Some(1));
         assert!(
@@ -537,9 +567,10 @@ mod tests {
             r.profile = Some(crate::evidence::Profile {
                 source: crate::evidence::ProfileSource::Computed,
                 note: None,
-                computed: crate::evidence::computed_for_shape(r.shape),
+                computed: crate::evidence::computed_for_shape(r.shape, r.format(), r.format().c_element_bytes()),
                 ncu: None,
                 cublas_ncu: None,
+                cublas_baseline: crate::run::results::Baseline::CublasBf16C,
             });
         }
         profiled.records.retain(|r| r.shape.m == 4096);
@@ -576,6 +607,7 @@ mod tests {
             &[ResultsFile {
                 device: device("NVIDIA H200"),
                 records: vec![mx],
+                superseded: Vec::new(),
             }],
             11,
         );
@@ -596,8 +628,11 @@ mod tests {
         slower.tflops = 600.0;
         mx.mx = Some(crate::run::results::MxBaselines {
             quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
-            dequantize_then_cublas_bf16: slower,
-            ratio_dequantize_then_cublas_bf16: 1.127,
+            cublas_f32_c: None,
+            ratio_cublas_f32_c: None,
+            dequantize_then_cublas: slower,
+            ratio_dequantize_then_cublas: 1.127,
+            dequantize_then_cublas_output: "bf16".into(),
             cublaslt_fp8_tensorwise: None,
             ratio_cublaslt_fp8_tensorwise: None,
             cublaslt_fp8_output: "fp32".into(),
@@ -611,6 +646,70 @@ mod tests {
         assert!(table.contains("600 TFLOPS (step × 1.13)"), "{table}");
         assert!(table.contains("not run: CUBLAS_STATUS_NOT_SUPPORTED"), "{table}");
         assert!(!table.contains("No MXFP8 baseline"), "{table}");
+    }
+
+    /// A step-11 record timed against cuBLAS with fp32 C: every table names each baseline's C; the
+    /// ladder's column stays bf16 C and step 11's cell says fp32 C; its own table heads the column
+    /// fp32 C; its alternatives are compared with the same cuBLAS.
+    #[test]
+    fn an_mx_record_names_its_fp32_baseline_in_every_table() {
+        let mut mx = record_of(11, "mxfp8", 4096, 0.25);
+        let mut f32_c = mx.cublas_bf16.clone();
+        f32_c.median_ms = 0.21;
+        f32_c.tflops = crate::run::results::tflops(&mx.shape, 0.21);
+        mx.baseline = crate::run::results::Baseline::CublasF32C;
+        mx.mx = Some(crate::run::results::MxBaselines {
+            quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
+            ratio_cublas_f32_c: Some(0.84),
+            cublas_f32_c: Some(f32_c.clone()),
+            dequantize_then_cublas: f32_c.clone(),
+            ratio_dequantize_then_cublas: 0.84,
+            dequantize_then_cublas_output: "fp32".into(),
+            cublaslt_fp8_tensorwise: None,
+            ratio_cublaslt_fp8_tensorwise: None,
+            cublaslt_fp8_output: "none".into(),
+            cublaslt_fp8_unavailable: Some("refused".into()),
+        });
+        let mut time = f32_c.clone();
+        time.tflops = f32_c.tflops / 2.0;
+        mx.alternatives.push(crate::run::results::AlternativeRecord {
+            name: "promote".into(),
+            design: "design (a)".into(),
+            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            source_hash: None,
+            time,
+            ratio_bf16: 0.4,
+            ratio_step: 0.6,
+            checks: Vec::new(),
+            registers: Some(168),
+            dynamic_smem_bytes: 218 * 1024,
+            local_bytes: Some(0),
+        });
+        let mut with = file();
+        with.records.push(mx);
+        let pass = LadderResults::new(vec![with]);
+        let ladder = pass.expand("{{#ladder-table}}", Path::new("x.md")).unwrap();
+        assert!(ladder.contains("| × cuBLAS (bf16 C) |"), "{ladder}");
+        let row = ladder.lines().find(|l| l.contains("11 mxfp8")).unwrap();
+        assert!(row.contains("| 0.840 (fp32 C) |"), "{row}");
+        assert!(ladder.contains("writing fp32 C too"), "{ladder}");
+        let own = pass.expand("{{#ladder-table step11}}", Path::new("x.md")).unwrap();
+        assert!(
+            own.contains("| × cuBLAS (fp32 C) |") && own.contains("| 0.840 |"),
+            "{own}"
+        );
+        assert!(own.contains("cuBLAS (fp32 C) reached"), "{own}");
+        let baselines = pass.expand("{{#ladder-mx step11}}", Path::new("x.md")).unwrap();
+        assert!(
+            baselines.contains("| cuBLAS (fp32 C), dequantized operands | cuBLAS (bf16 C), dequantized operands |"),
+            "{baselines}"
+        );
+        assert!(baselines.contains("(step × 0.840), fp32 C |"), "{baselines}");
+        let alternatives = pass
+            .expand("{{#ladder-alternatives step11}}", Path::new("x.md"))
+            .unwrap();
+        assert!(alternatives.contains("| × cuBLAS (fp32 C) |"), "{alternatives}");
+        assert!(alternatives.contains("| 0.500 |"), "{alternatives}");
     }
 
     #[test]
@@ -747,6 +846,7 @@ mod tests {
                 r,
                 crate::book::figure_sweep::tests::swept(8, "pipeline", crate::check::problem::Shape::square(1024), 0.5),
             ],
+            superseded: Vec::new(),
         };
         let table = plans_table(&[file], 10);
         let row = table

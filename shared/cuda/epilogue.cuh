@@ -13,6 +13,17 @@
 // fragment's pairs (row, 8j + 2t .. + 1) go out as 8-byte stores. Without a tensor map for C
 // (`use_tma_store` false: N % 4 != 0, so rows of fp32 do not start on 16 bytes) the pairs go to C
 // directly. The caller waits for the last stores' reads (tma_store_wait_read<0>) before it exits.
+//
+// ANCHOR: banks
+// The order of the stores is chosen for the banks. An 8-byte store is served a half-warp at a time:
+// 16 lanes, 128 bytes, one pass through the 32 banks if no two lanes' 16-byte chunks share a bank
+// group. In the fragment those lanes are rows g = 0..3 (lane / 4) and columns 2t (t = lane % 4); the
+// swizzle puts column chunk c of row g at chunk c ^ g. If every lane stored the same fragment column
+// j, rows g and g ^ 1 would hit the same two chunks ((2j' + h) ^ g for h = t / 2): 16 banks, twice
+// each, two passes. So lanes of odd rows store column j ^ 2 while lanes of even rows store j: odd
+// rows move four chunks over, and each half-warp covers all 8 chunks once. Each lane still stores
+// all four of the chunk's fragment columns, in its own order; the choice costs a select per value.
+// ANCHOR_END: banks
 template <int TILE_N>
 __device__ __forceinline__ void store_c_f32(const float (&acc)[TILE_N / 2], const WgmmaFragment& frag, int thread,
                                             int barrier, unsigned char* staging, const TensorMap* c_map,
@@ -33,18 +44,25 @@ __device__ __forceinline__ void store_c_f32(const float (&acc)[TILE_N / 2], cons
             const int buffer = c % BUFFERS;
             if (thread == 0) tma_store_wait_read<BUFFERS - 1>();
             named_barrier_sync(barrier, 128);
+            // Chunk (2j' + t / 2) of row g lands at chunk (2j' + t / 2) ^ g, and j' = j ^ 2 on odd rows
+            // flips bit 2: all of that but 2j is one value per lane.
+            const u32 odd_row = frag.row % 2;
+            const u32 lane_chunk = (frag.column / 4) ^ (4 * odd_row) ^ (frag.row % 8);
+            const u32 lane_address = staging_address + buffer * BOX_BYTES + frag.row * 128 + (frag.column % 4) * 4;
             #pragma unroll
             for (int j = 4 * c; j < 4 * c + 4; ++j) {
                 #pragma unroll
                 for (int down = 0; down < 2; ++down) {
-                    const int row = frag.row + 8 * down;
-                    const int column = (8 * j + frag.column) % BOX_COLUMNS;  // 0 .. 31 in the box
-                    const int chunk = column / 4;
-                    const u32 address = staging_address + buffer * BOX_BYTES + row * 128 + ((chunk ^ (row % 8)) * 16) +
-                                        (column % 4) * 4;
-                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(acc[4 * j + 2 * down]),
-                                 "f"(acc[4 * j + 2 * down + 1])
-                                 : "memory");
+                    const u32 address = lane_address + down * 8 * 128 + (((2 * (j % 4)) ^ lane_chunk) * 16);
+                    // The select sits in the store's own statement, so that the compiler cannot hoist
+                    // all of a tile's selects (a register each) ahead of the stores.
+                    asm volatile(
+                        "{\n .reg .pred odd;\n .reg .f32 x, y;\n setp.ne.u32 odd, %5, 0;\n"
+                        " selp.f32 x, %3, %1, odd;\n selp.f32 y, %4, %2, odd;\n st.shared.v2.f32 [%0], {x, y};\n}" ::"r"(
+                            address),
+                        "f"(acc[4 * j + 2 * down]), "f"(acc[4 * j + 2 * down + 1]), "f"(acc[4 * (j ^ 2) + 2 * down]),
+                        "f"(acc[4 * (j ^ 2) + 2 * down + 1]), "r"(odd_row)
+                        : "memory");
                 }
             }
             fence_async_shared();

@@ -242,7 +242,8 @@ fn version_key(ncu: &Path) -> Vec<u64> {
 // The child: what runs under ncu
 
 /// The environment variable that turns a `stepNN` or `ladder` process into the profiled child:
-/// `<step>:<M>:<N>:<K>:<seed>`, or `cublas:<M>:<N>:<K>:<seed>` for cuBLAS bf16's GEMM.
+/// `<step>:<M>:<N>:<K>:<seed>`, or `cublas:<M>:<N>:<K>:<seed>` for cuBLAS bf16's GEMM, or
+/// `cublas-f32c:<M>:<N>:<K>:<seed>` for cuBLAS with fp32 C on the dequantized MXFP8 inputs.
 pub const CHILD_ENV: &str = "GEMM_LADDER_PROFILE_CHILD";
 
 /// Whose kernel the child launches.
@@ -250,8 +251,20 @@ pub const CHILD_ENV: &str = "GEMM_LADDER_PROFILE_CHILD";
 pub enum ChildSubject {
     /// A step's own kernel.
     Step(u8),
-    /// cuBLAS bf16's GEMM (what every step is timed against), on the same inputs.
+    /// cuBLAS bf16's GEMM (what every bf16 step is timed against), on the same inputs.
     CublasBf16,
+    /// cuBLAS with fp32 C on the exactly dequantized MXFP8 inputs (what an MXFP8 step is timed against).
+    CublasF32CDequantized,
+}
+
+impl ChildSubject {
+    /// The cuBLAS baseline a step of `format` is profiled beside.
+    pub fn baseline_of(format: crate::run::registry::Format) -> ChildSubject {
+        match crate::run::results::Baseline::of_format(format) {
+            crate::run::results::Baseline::CublasBf16C => ChildSubject::CublasBf16,
+            crate::run::results::Baseline::CublasF32C => ChildSubject::CublasF32CDequantized,
+        }
+    }
 }
 
 /// What the child is asked to launch.
@@ -267,6 +280,7 @@ impl ChildRequest {
         let subject = match self.subject {
             ChildSubject::Step(step) => step.to_string(),
             ChildSubject::CublasBf16 => "cublas".to_string(),
+            ChildSubject::CublasF32CDequantized => "cublas-f32c".to_string(),
         };
         format!(
             "{subject}:{}:{}:{}:{}",
@@ -282,6 +296,7 @@ impl ChildRequest {
         Some(ChildRequest {
             subject: match *subject {
                 "cublas" => ChildSubject::CublasBf16,
+                "cublas-f32c" => ChildSubject::CublasF32CDequantized,
                 step => ChildSubject::Step(step.parse().ok()?),
             },
             shape: Shape::new(m.parse().ok()?, n.parse().ok()?, k.parse().ok()?),
@@ -297,7 +312,7 @@ pub fn child_main_if_requested() -> Option<Result<()>> {
     let text = std::env::var(CHILD_ENV).ok()?;
     Some(match ChildRequest::decode(&text) {
         None => Err(Error::Usage(format!(
-            "{CHILD_ENV}={text}: expected step:M:N:K:seed or cublas:M:N:K:seed"
+            "{CHILD_ENV}={text}: expected step:M:N:K:seed, cublas:M:N:K:seed or cublas-f32c:M:N:K:seed"
         ))),
         Some(request) => run_child(request),
     })
@@ -315,6 +330,12 @@ fn run_child(request: ChildRequest) -> Result<()> {
         ChildSubject::CublasBf16 => {
             session.launch_cublas_bf16(0)?;
             session.gpu.finish("cuBLAS bf16 under ncu")
+        }
+        ChildSubject::CublasF32CDequantized => {
+            // Quantizes and uploads the MXFP8 inputs (copies, no kernel), then the one GEMM.
+            session.ensure_mx()?;
+            session.launch_cublas_f32_c_dequantized(0)?;
+            session.gpu.finish("cuBLAS (fp32 C) under ncu")
         }
     }
 }
@@ -578,7 +599,8 @@ pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: Option<&str>, clock: C
 }
 
 /// `--profile`: adds ncu's counters to each record's `profile` (which already holds the computed
-/// figures), and cuBLAS bf16's at the record's shape beside them (profiled once per shape), both
+/// figures), and its cuBLAS baseline's at the record's shape beside them (cuBLAS bf16 C, or for an
+/// MXFP8 step cuBLAS fp32 C on the dequantized inputs; profiled once per shape and baseline), both
 /// measured with `clock`; or says in one line why it cannot and leaves the computed evidence marked
 /// as such.
 pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockControl) {
@@ -591,7 +613,7 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
         }
         return;
     };
-    let mut cublas_by_shape: Vec<(Shape, Option<NcuCounters>)> = Vec::new();
+    let mut cublas_by_shape: Vec<((Shape, ChildSubject), Option<NcuCounters>)> = Vec::new();
     for record in records.iter_mut() {
         let request = ChildRequest {
             subject: ChildSubject::Step(record.step),
@@ -610,12 +632,14 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
             ncu.display(),
             clock.ncu_value()
         );
+        let format = record.format();
         let profile = record.profile.get_or_insert_with(|| Profile {
             source: ProfileSource::Computed,
             note: None,
-            computed: computed_for_shape(record.shape),
+            computed: computed_for_shape(record.shape, format, format.c_element_bytes()),
             ncu: None,
             cublas_ncu: None,
+            cublas_baseline: crate::run::results::Baseline::CublasBf16C,
         });
         match run_ncu(&ncu, request, Some(kernel), clock) {
             Ok(counters) => {
@@ -630,32 +654,34 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
                 continue;
             }
         }
-        let known = cublas_by_shape.iter().find(|(s, _)| *s == record.shape);
+        let format = crate::run::steps::get(record.step).map_or(crate::run::registry::Format::Bf16, |s| s.format);
+        let subject = ChildSubject::baseline_of(format);
+        let baseline = crate::run::results::Baseline::of_format(format);
+        let known = cublas_by_shape.iter().find(|(key, _)| *key == (record.shape, subject));
         let cublas = match known {
             Some((_, counters)) => counters.clone(),
             None => {
-                let request = ChildRequest {
-                    subject: ChildSubject::CublasBf16,
-                    ..request
-                };
+                let request = ChildRequest { subject, ..request };
                 let counters = match run_ncu(&ncu, request, None, clock) {
                     Ok(counters) => {
                         println!(
-                            "  cuBLAS bf16 ({}): {}",
+                            "  {} ({}): {}",
+                            baseline.label(),
                             counters.kernel.as_deref().unwrap_or("its kernel"),
                             summary_line(profile.computed.compulsory_bytes(), &counters)
                         );
                         Some(counters)
                     }
                     Err(e) => {
-                        println!("  cuBLAS bf16: {e}: recorded without it");
+                        println!("  {}: {e}: recorded without it", baseline.label());
                         None
                     }
                 };
-                cublas_by_shape.push((record.shape, counters.clone()));
+                cublas_by_shape.push(((record.shape, subject), counters.clone()));
                 counters
             }
         };
+        profile.cublas_baseline = baseline;
         profile.cublas_ncu = cublas;
     }
 }
@@ -790,6 +816,17 @@ mod tests {
         };
         assert_eq!(cublas.encode(), "cublas:4096:2048:1024:77");
         assert_eq!(ChildRequest::decode(&cublas.encode()), Some(cublas));
+        // An MXFP8 step is profiled beside cuBLAS with fp32 C on the dequantized inputs.
+        let f32_c = ChildRequest {
+            subject: ChildSubject::baseline_of(crate::run::registry::Format::Mxfp8),
+            ..cublas
+        };
+        assert_eq!(f32_c.encode(), "cublas-f32c:4096:2048:1024:77");
+        assert_eq!(ChildRequest::decode(&f32_c.encode()), Some(f32_c));
+        assert_eq!(
+            ChildSubject::baseline_of(crate::run::registry::Format::Bf16),
+            ChildSubject::CublasBf16
+        );
         assert_eq!(ChildRequest::decode("8:1:2"), None);
         assert_eq!(ChildRequest::decode("cuBLAS:1:2:3:4"), None);
     }

@@ -7,6 +7,7 @@ pub mod ceiling;
 pub mod edit;
 pub mod exercise;
 pub mod loader;
+pub mod persistent;
 pub mod profile;
 pub mod provenance;
 pub mod registry;

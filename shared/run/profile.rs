@@ -3,7 +3,8 @@
 //! Nsight Compute's counters ([`crate::evidence`], which stands on this layer and fills them in).
 
 use crate::device::gpu::Gpu;
-use crate::run::registry::KernelFile;
+use crate::run::registry::{Format, KernelFile};
+use crate::run::results::Baseline;
 use crate::shape::Shape;
 use cudarc::driver::sys::CUdevice_attribute_enum as DevAttr;
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -32,11 +33,15 @@ pub struct Profile {
     pub computed: Computed,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ncu: Option<NcuCounters>,
-    /// cuBLAS bf16's kernel at the same shape, profiled with the same Nsight Compute settings (the
-    /// yardstick beside the step's counters). Absent in records from before it and where it could
-    /// not be profiled; written only when present.
+    /// The step's cuBLAS baseline ([`Profile::cublas_baseline`]) at the same shape, profiled with the
+    /// same Nsight Compute settings (the yardstick beside the step's counters). Absent in records from
+    /// before it and where it could not be profiled; written only when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cublas_ncu: Option<NcuCounters>,
+    /// Which cuBLAS `cublas_ncu` profiled: cuBLAS bf16 C on the bf16 inputs (records without the field),
+    /// or, for an MXFP8 step, cuBLAS fp32 C on the dequantized inputs. Written only when not bf16 C.
+    #[serde(default, skip_serializing_if = "Baseline::is_bf16_c")]
+    pub cublas_baseline: Baseline,
 }
 
 /// What the program knows about a run without a profiler.
@@ -139,14 +144,14 @@ pub fn block_threads(file: &KernelFile, max_threads_attribute: Option<u32>) -> O
     }
 }
 
-/// The figures of [`Computed`] that depend only on the shape.
-pub fn computed_for_shape(shape: Shape) -> Computed {
-    let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
+/// The figures of [`Computed`] that depend only on the shape and what the kernel reads and writes:
+/// operands of `format` (e4m3 counts one byte an element, and its scales), `c_element_bytes` of `C`.
+pub fn computed_for_shape(shape: Shape, format: Format, c_element_bytes: u64) -> Computed {
     Computed {
         flops: shape.flops(),
-        bytes_a: 2 * m * k,
-        bytes_b: 2 * n * k,
-        bytes_c: 2 * m * n,
+        bytes_a: format.operand_bytes(shape.m, shape.k),
+        bytes_b: format.operand_bytes(shape.n, shape.k),
+        bytes_c: c_element_bytes * (shape.m * shape.n) as u64,
         block_threads: None,
         blocks_per_sm: None,
         theoretical_occupancy: None,
@@ -155,14 +160,14 @@ pub fn computed_for_shape(shape: Shape) -> Computed {
 }
 
 /// Everything [`Computed`] holds, for a loaded function (needs the GPU for the occupancy calculator).
-pub fn computed(gpu: &Gpu, file: &KernelFile, function: &CudaFunction, shape: Shape) -> Computed {
-    let mut out = computed_for_shape(shape);
+pub fn computed(gpu: &Gpu, file: &KernelFile, function: &CudaFunction, shape: Shape, format: Format) -> Computed {
+    let mut out = computed_for_shape(shape, format, format.c_element_bytes());
     let max_threads = function
         .get_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
         .ok()
         .map(|v| v as u32);
     out.block_threads = block_threads(file, max_threads);
-    out.clusters_fit = crate::run::registry::clusters_fit(function).map(|(cluster_blocks, clusters)| ClustersFit {
+    out.clusters_fit = crate::run::persistent::clusters_fit(function).map(|(cluster_blocks, clusters)| ClustersFit {
         cluster_blocks,
         clusters,
     });
@@ -205,8 +210,14 @@ mod tests {
             .map(|n| step01.kernels[0].defines.iter().find(|(d, _)| d == n).unwrap().1 as u32)
             .product();
         assert_eq!(block_threads(&step01.kernels[0], Some(1024)), Some(bm_bn));
-        let c = computed_for_shape(Shape::new(4096, 2048, 1024));
+        let c = computed_for_shape(Shape::new(4096, 2048, 1024), Format::Bf16, 2);
         assert_eq!((c.bytes_a, c.bytes_b, c.bytes_c), (8 << 20, 4 << 20, 16 << 20));
         assert_eq!(c.compulsory_bytes(), 28 << 20);
+        // MXFP8: e4m3 is one byte an element, plus a scale byte per 32 along K; C is fp32.
+        let c = computed_for_shape(Shape::new(4096, 2048, 1024), Format::Mxfp8, 4);
+        assert_eq!(
+            (c.bytes_a, c.bytes_b, c.bytes_c),
+            ((4 << 20) + (4 << 20) / 32, (2 << 20) + (2 << 20) / 32, 32 << 20)
+        );
     }
 }

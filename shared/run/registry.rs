@@ -8,6 +8,7 @@ use crate::check::problem::Shape;
 use crate::device::arch::Arch;
 use crate::encoding::tma::TensorMap;
 use crate::error::{Error, Result};
+use crate::run::persistent::{WorkspaceFn, WorkspaceView};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use std::ffi::c_void;
 
@@ -163,6 +164,24 @@ impl Format {
     /// Elements along K that share one scale (MX block size).
     pub const MX_BLOCK: usize = 32;
 
+    /// The compulsory bytes of a `rows` × `k` operand in this format: bf16, 2 bytes an element; MXFP8,
+    /// 1 byte an element (e4m3) and one scale byte per 32 along K.
+    pub fn operand_bytes(&self, rows: usize, k: usize) -> u64 {
+        let (rows, k) = (rows as u64, k as u64);
+        match self {
+            Format::Bf16 => 2 * rows * k,
+            Format::Mxfp8 => rows * k + rows * k.div_ceil(Self::MX_BLOCK as u64),
+        }
+    }
+
+    /// Bytes an element of `C`: bf16, 2; MXFP8, fp32, 4.
+    pub fn c_element_bytes(&self) -> u64 {
+        match self {
+            Format::Bf16 => 2,
+            Format::Mxfp8 => 4,
+        }
+    }
+
     /// The rule this format adds to the shape contract every step shares, if `shape` breaks it:
     /// MXFP8 needs K to be a whole number of 32-element scale blocks.
     pub fn contract_violation(&self, shape: Shape) -> Option<String> {
@@ -211,9 +230,10 @@ pub struct GemmOperands {
     pub scale_a: u64,
     /// MXFP8: `B`'s e8m0 scales, blocked layout; 0 otherwise.
     pub scale_b: u64,
-    /// MXFP8: scratch room for one N×K bf16 operand, which a step may fill and read within its launch
-    /// (step 11 dequantizes B into it once); 0 otherwise.
-    pub workspace: u64,
+    /// The session's workspace for this launch: flags, scratch and a new epoch
+    /// ([`crate::run::persistent::Workspace`]), sized for the step before its first launch
+    /// ([`Step::workspace`]); empty for a step that needs none.
+    pub workspace: WorkspaceView,
     pub shape: Shape,
 }
 
@@ -283,6 +303,9 @@ pub struct Step {
     pub kernels: &'static [KernelFile],
     /// Other designs of the step, verified and timed beside its kernel on the GPUs they serve.
     pub alternatives: &'static [Alternative],
+    /// What its kernels (and alternatives) need of the session's workspace at a shape, on a GPU of so
+    /// many SMs: the session makes room before it launches any of them. `None`: no workspace.
+    pub workspace: Option<WorkspaceFn>,
 }
 
 impl Step {
@@ -368,6 +391,11 @@ pub struct Launch {
     /// at once, and refuses it otherwise (a kernel whose blocks wait for each other, as step 10's
     /// stream-K fixup does, would otherwise hang when some of them cannot be scheduled).
     pub cooperative: bool,
+    /// A programmatic dependent launch: the grid may start before the kernel ahead of it on the
+    /// stream has finished, once every block of that kernel has said so
+    /// (`griddepcontrol.launch_dependents`) or exited; the kernel waits for the one ahead's results
+    /// (`griddepcontrol.wait`) where it needs them. Step 11's GEMM starts under its pre-pass's tail.
+    pub programmatic: bool,
 }
 
 impl Launch {
@@ -377,6 +405,7 @@ impl Launch {
             config,
             cluster: (1, 1, 1),
             cooperative: false,
+            programmatic: false,
         }
     }
 
@@ -391,6 +420,7 @@ impl Launch {
             config,
             cluster,
             cooperative: false,
+            programmatic: false,
         }
     }
 
@@ -402,7 +432,16 @@ impl Launch {
         }
     }
 
-    fn cluster_size(&self) -> u32 {
+    /// The same launch, programmatic: it may start under the tail of the kernel ahead of it.
+    pub fn programmatic(self) -> Launch {
+        Launch {
+            programmatic: true,
+            ..self
+        }
+    }
+
+    /// Blocks per cluster.
+    pub fn cluster_size(&self) -> u32 {
         self.cluster.0 * self.cluster.1 * self.cluster.2
     }
 }
@@ -434,29 +473,6 @@ pub fn launch_with_maps_in(
     launch_maps_then(function, stream, maps, &[ops.c], ops, flags, launch)
 }
 
-/// Enqueues an MXFP8 kernel (step 11) of the signature
-/// `gemm(TensorMap maps..., const u8* scale_a, const u8* scale_b, float* C, int M, int N, int K,
-/// int flags...)`, maps passed by value (`const __grid_constant__`), plain or in clusters: the
-/// mechanism of [`launch_with_maps_in`], with the two scale pointers (blocked layout) before `C`.
-pub fn launch_mx_with_maps_in(
-    function: &CudaFunction,
-    stream: &CudaStream,
-    maps: &[TensorMap],
-    ops: &GemmOperands,
-    flags: &[i32],
-    launch: Launch,
-) -> Result<()> {
-    launch_maps_then(
-        function,
-        stream,
-        maps,
-        &[ops.scale_a, ops.scale_b, ops.c],
-        ops,
-        flags,
-        launch,
-    )
-}
-
 /// The one launch mechanism of the tensor-core steps: `maps` by value, then `pointers`, then M, N, K,
 /// then `flags`, in that order.
 pub fn launch_maps_then(
@@ -469,7 +485,7 @@ pub fn launch_maps_then(
     launch: Launch,
 ) -> Result<()> {
     let (m, n, k) = (ops.shape.m as i32, ops.shape.n as i32, ops.shape.k as i32);
-    if launch.cluster_size() == 1 {
+    if launch.cluster_size() == 1 && !launch.programmatic {
         // Without clusters cudarc's builder launches, cooperatively when asked
         // (`cuLaunchCooperativeKernel`).
         let mut args = stream.launch_builder(function);
@@ -526,21 +542,30 @@ impl Launch {
     ) -> T {
         use cudarc::driver::sys;
         let (x, y, z) = self.cluster;
-        let mut attributes = [
-            sys::CUlaunchAttribute {
-                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-                pad: [0; 4],
-                value: sys::CUlaunchAttributeValue {
-                    clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
-                },
+        let cluster = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue {
+                clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
             },
-            sys::CUlaunchAttribute {
-                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
-                pad: [0; 4],
-                value: sys::CUlaunchAttributeValue { cooperative: 1 },
+        };
+        let cooperative = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue { cooperative: 1 },
+        };
+        let programmatic = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue {
+                programmaticStreamSerializationAllowed: 1,
             },
-        ];
-        let attribute_count = if self.cooperative { 2 } else { 1 };
+        };
+        let mut attributes: Vec<sys::CUlaunchAttribute> = std::iter::once(cluster)
+            .chain(self.cooperative.then_some(cooperative))
+            .chain(self.programmatic.then_some(programmatic))
+            .collect();
+        let attribute_count = attributes.len() as u32;
         let c = &self.config;
         let config = sys::CUlaunchConfig {
             gridDimX: c.grid_dim.0,
@@ -686,84 +711,6 @@ pub fn max_active_clusters(function: &CudaFunction, stream: &CudaStream, launch:
     Ok(clusters as u32)
 }
 
-/// The same launch with as few clusters as finish the `tiles` in as many turns as all of them would:
-/// ⌈tiles / ⌈tiles / clusters⌉⌉. A persistent grid whose last turn is ragged (66 clusters, 256 tiles:
-/// 4 turns, the last with 58 busy) does the same work in the same number of turns with fewer clusters
-/// (64, every turn full), and the SMs left idle draw no power, which under the board's power limit is
-/// clock the others can use.
-pub fn balanced(launch: Launch, tiles: usize) -> Launch {
-    let cluster_size = launch.cluster_size().max(1);
-    let clusters = (launch.config.grid_dim.0 / cluster_size).max(1) as usize;
-    let turns = tiles.max(1).div_ceil(clusters);
-    let mut launch = launch;
-    launch.config.grid_dim.0 = (tiles.max(1).div_ceil(turns) as u32) * cluster_size;
-    launch
-}
-
-/// A kernel (its handle) and the launch configuration the driver was asked about: threads, shared
-/// memory, cluster size.
-type ClusterQuestion = (usize, u32, u32, u32);
-
-/// Every answer `cuOccupancyMaxActiveClusters` gave this process ([`persistent_launch`] asks once per
-/// kernel and configuration), kept so that launches reuse it and the run's record can carry it.
-static CLUSTERS_FIT: std::sync::Mutex<Option<std::collections::HashMap<ClusterQuestion, u32>>> =
-    std::sync::Mutex::new(None);
-
-/// What the driver answered for `function`, if this process asked: (blocks per cluster, clusters
-/// that fit on the GPU at once). With several configurations asked about, the one with most clusters.
-pub fn clusters_fit(function: &CudaFunction) -> Option<(u32, u32)> {
-    let handle = function.cu_function() as usize;
-    CLUSTERS_FIT
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()?
-        .iter()
-        .filter(|(asked, _)| asked.0 == handle)
-        .map(|(asked, clusters)| (asked.3, *clusters))
-        .max_by_key(|fit| fit.1)
-}
-
-/// A persistent launch: one row of clusters of `cluster_size` blocks (`threads` threads and `smem`
-/// bytes of dynamic shared memory each), as many as fit on the GPU at once, or one per tile when there
-/// are fewer `tiles`. How many fit is asked of the driver once per kernel and configuration, and kept:
-/// the GPU does not change during a run, and the launches a timing loop makes should not each ask.
-pub fn persistent_launch(
-    function: &CudaFunction,
-    stream: &CudaStream,
-    threads: u32,
-    smem: u32,
-    cluster_size: u32,
-    tiles: usize,
-) -> Result<Launch> {
-    let config = LaunchConfig {
-        grid_dim: (cluster_size, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: smem,
-    };
-    let cluster = (cluster_size, 1, 1);
-    let key = (function.cu_function() as usize, threads, smem, cluster_size);
-    let known = CLUSTERS_FIT
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|fit| fit.get(&key).copied());
-    let clusters = match known {
-        Some(clusters) => clusters,
-        None => {
-            let clusters = max_active_clusters(function, stream, &Launch::clustered(config, cluster))?;
-            CLUSTERS_FIT
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert_with(std::collections::HashMap::new)
-                .insert(key, clusters);
-            clusters
-        }
-    };
-    let mut config = config;
-    config.grid_dim.0 = clusters.min(tiles.max(1) as u32) * cluster_size;
-    Ok(Launch::clustered(config, cluster))
-}
-
 /// `cuLaunchKernelEx` with the cluster-dimension attribute (and the cooperative one for a
 /// cooperative launch). A device or kernel that cannot run a cluster of this size, or a cooperative
 /// grid larger than the GPU holds at once, answers with an error, turned into one line that says so.
@@ -819,32 +766,4 @@ pub fn launch_with_pointers(
     unsafe { args.launch(config) }
         .map(|_| ())
         .map_err(Error::cuda("launching a kernel"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn grid(clusters: u32) -> Launch {
-        let config = LaunchConfig {
-            grid_dim: (2 * clusters, 1, 1),
-            block_dim: (384, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        Launch::clustered(config, (2, 1, 1))
-    }
-
-    #[test]
-    fn a_balanced_grid_keeps_the_turns_and_drops_the_idle_clusters() {
-        // 4096³ and 8192³ with 256 × 256 cluster tiles on 66 clusters: 4 and 16 turns, 64 clusters.
-        assert_eq!(balanced(grid(66), 256).config.grid_dim.0, 128);
-        assert_eq!(balanced(grid(66), 1024).config.grid_dim.0, 128);
-        // Whole turns already: nothing changes.
-        assert_eq!(balanced(grid(66), 132).config.grid_dim.0, 132);
-        // Fewer tiles than clusters (persistent_launch gave one cluster per tile): one turn.
-        assert_eq!(balanced(grid(16), 16).config.grid_dim.0, 32);
-        // 600 tiles: 10 turns of 66 (the last with 6), or 10 turns of 60.
-        assert_eq!(balanced(grid(66), 600).config.grid_dim.0, 120);
-        assert_eq!(balanced(grid(66), 600).cluster, (2, 1, 1));
-    }
 }

@@ -106,10 +106,10 @@ struct ResultRow {
     ms: String,
     #[tabled(rename = "TFLOPS")]
     tflops: String,
-    #[tabled(rename = "cuBLAS\nbf16\nTFLOPS")]
+    #[tabled(rename = "cuBLAS\nTFLOPS")]
     cublas_tflops: String,
-    #[tabled(rename = "×\ncuBLAS\nbf16")]
-    vs_bf16: String,
+    #[tabled(rename = "×\ncuBLAS")]
+    vs_cublas: String,
     #[tabled(rename = "×\ncuBLAS\nSGEMM")]
     vs_sgemm: String,
 }
@@ -179,16 +179,20 @@ pub fn ceiling_line(record: &StepRecord) -> Option<String> {
 fn results_text(records: &[StepRecord]) -> String {
     let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     let step = |r: &StepRecord| format!("{:02} {}", r.step, r.name);
+    // Each row's cuBLAS is the one its ratio is against, with the C it writes.
     let timing: Vec<ResultRow> = records
         .iter()
-        .map(|r| ResultRow {
-            step: step(r),
-            shape: shape_text(r.shape),
-            ms: format!("{:.3}", r.time.median_ms),
-            tflops: format!("{:.1}", r.time.tflops),
-            cublas_tflops: format!("{:.1}", r.cublas_bf16.tflops),
-            vs_bf16: format!("{:.3}", r.ratio_bf16),
-            vs_sgemm: r.ratio_sgemm.map(|x| format!("{x:.3}")).unwrap_or_default(),
+        .map(|r| {
+            let headline = r.headline();
+            ResultRow {
+                step: step(r),
+                shape: shape_text(r.shape),
+                ms: format!("{:.3}", r.time.median_ms),
+                tflops: format!("{:.1}", r.time.tflops),
+                cublas_tflops: format!("{:.1}\n{}", headline.cublas.tflops, headline.baseline.output()),
+                vs_cublas: format!("{:.3}", headline.ratio),
+                vs_sgemm: r.ratio_sgemm.map(|x| format!("{x:.3}")).unwrap_or_default(),
+            }
         })
         .collect();
     let runs: Vec<RunRow> = records
@@ -285,17 +289,24 @@ struct MxRow {
     shape: String,
     #[tabled(rename = "TFLOPS")]
     tflops: String,
-    #[tabled(rename = "cuBLAS bf16\n(dequantized)")]
+    #[tabled(rename = "cuBLAS\n(fp32 C)\ndequantized")]
+    cublas_f32_c: String,
+    #[tabled(rename = "cuBLAS\n(bf16 C)\ndequantized")]
     cublas_bf16: String,
-    #[tabled(rename = "dequantize\n+ cuBLAS\nbf16")]
+    #[tabled(rename = "dequantize\n+ cuBLAS")]
     dequantize: String,
-    #[tabled(rename = "cuBLASLt fp8\ntensorwise\n(fp32 C)")]
+    #[tabled(rename = "cuBLASLt fp8\ntensorwise")]
     fp8: String,
 }
 
 /// `794.1` over `× 0.870`: a baseline's TFLOPS and the step's ratio to it.
 fn baseline_cell(tflops: f64, ratio: f64) -> String {
     format!("{tflops:.1}\n× {ratio:.3}")
+}
+
+/// [`baseline_cell`] over the C the baseline writes (`fp32 C`), for a column whose rows may differ.
+fn baseline_cell_with_output(tflops: f64, ratio: f64, output: &str) -> String {
+    format!("{}\n{output} C", baseline_cell(tflops, ratio))
 }
 
 /// The MXFP8 steps' baselines, each with the step's ratio to it (medians from the same loop), and
@@ -309,13 +320,18 @@ pub fn mx_baselines_table(records: &[StepRecord]) -> Option<String> {
                 step: format!("{:02} {}", r.step, r.name),
                 shape: shape_text(r.shape),
                 tflops: format!("{:.1}", r.time.tflops),
+                cublas_f32_c: match (&mx.cublas_f32_c, mx.ratio_cublas_f32_c) {
+                    (Some(t), Some(ratio)) => baseline_cell(t.tflops, ratio),
+                    _ => "—".into(),
+                },
                 cublas_bf16: baseline_cell(r.cublas_bf16.tflops, r.ratio_bf16),
-                dequantize: baseline_cell(
-                    mx.dequantize_then_cublas_bf16.tflops,
-                    mx.ratio_dequantize_then_cublas_bf16,
+                dequantize: baseline_cell_with_output(
+                    mx.dequantize_then_cublas.tflops,
+                    mx.ratio_dequantize_then_cublas,
+                    &mx.dequantize_then_cublas_output,
                 ),
                 fp8: match (&mx.cublaslt_fp8_tensorwise, mx.ratio_cublaslt_fp8_tensorwise) {
-                    (Some(t), Some(ratio)) => baseline_cell(t.tflops, ratio),
+                    (Some(t), Some(ratio)) => baseline_cell_with_output(t.tflops, ratio, &mx.cublaslt_fp8_output),
                     _ => "—".into(),
                 },
             })
@@ -345,9 +361,10 @@ pub fn mx_baselines_table(records: &[StepRecord]) -> Option<String> {
         fit(Table::new(rows)),
         paragraph(&format!(
             "MXFP8 baselines, TFLOPS (the step's ratio to each), all timed in the step's own alternating loop: \
-             cuBLAS bf16 on the exactly dequantized operands; the dequantize kernel on A and B then cuBLAS bf16, \
-             timed as one; cuBLASLt fp8 e4m3 with one scale per tensor (no block scales: the fp8 ceiling), \
-             FAST_ACCUM off. Inputs: {}.",
+             cuBLAS on the exactly dequantized operands writing fp32 C as the step does (the headline ratio; \
+             — in records from before it was timed) and writing bf16 C; the dequantize kernel on A and B then \
+             cuBLAS, timed as one, writing the C under its ratio; cuBLASLt fp8 e4m3 with one scale per tensor \
+             (no block scales: the fp8 ceiling), FAST_ACCUM off. Inputs: {}.",
             crate::run::results::MxBaselines::QUANTIZER
         ))
     ))
@@ -383,16 +400,20 @@ mod tests {
         assert!(mx_baselines_table(std::slice::from_ref(&plain)).is_none());
         let mut r = record_of(11, "mxfp8", 4096, 0.2);
         let timing = r.cublas_bf16.clone();
+        r.baseline = crate::run::results::Baseline::CublasF32C;
         r.mx = Some(crate::run::results::MxBaselines {
             quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
-            dequantize_then_cublas_bf16: timing.clone(),
-            ratio_dequantize_then_cublas_bf16: 1.25,
+            cublas_f32_c: Some(timing.clone()),
+            ratio_cublas_f32_c: Some(0.875),
+            dequantize_then_cublas: timing.clone(),
+            ratio_dequantize_then_cublas: 1.25,
+            dequantize_then_cublas_output: "fp32".into(),
             cublaslt_fp8_tensorwise: None,
             ratio_cublaslt_fp8_tensorwise: None,
             cublaslt_fp8_output: "fp32".into(),
             cublaslt_fp8_unavailable: Some("CUBLAS_STATUS_NOT_SUPPORTED".into()),
         });
-        let table = mx_baselines_table(&[plain, r]).unwrap();
+        let table = mx_baselines_table(&[plain.clone(), r.clone()]).unwrap();
         assert!(
             table.contains("11 mxfp8") && !table.contains("10 persistent"),
             "{table}"
@@ -401,6 +422,22 @@ mod tests {
             table.contains("× 1.250") && table.contains(": no cuBLASLt fp8 (CUBLAS_STATUS_NOT_SUPPORTED)"),
             "{table}"
         );
+        // Each baseline's column or cell names the C it writes; fp32 C is the headline.
+        assert!(
+            table.contains("× 0.875") && table.contains("(fp32 C)") && table.contains("(bf16 C)"),
+            "{table}"
+        );
+        assert!(table.contains("fp32 C"), "{table}");
+        // The results table's row of the MXFP8 step is against cuBLAS with fp32 C, the other's bf16 C.
+        let results = results_text(&[plain, r]);
+        let row = |step: &str| results.lines().position(|l| l.contains(step)).unwrap();
+        let below = |i: usize| results.lines().nth(i + 1).unwrap_or_default().to_string();
+        assert!(
+            results.lines().nth(row("11 mxfp8")).unwrap().contains("0.875"),
+            "{results}"
+        );
+        assert!(below(row("11 mxfp8")).contains("fp32 C"), "{results}");
+        assert!(below(row("10 persistent")).contains("bf16 C"), "{results}");
     }
 
     /// The widest line of `text`, in characters (the tables' borders are one column each).
@@ -433,8 +470,11 @@ mod tests {
         let timing = mx.cublas_bf16.clone();
         mx.mx = Some(crate::run::results::MxBaselines {
             quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
-            dequantize_then_cublas_bf16: timing.clone(),
-            ratio_dequantize_then_cublas_bf16: 1.25,
+            cublas_f32_c: None,
+            ratio_cublas_f32_c: None,
+            dequantize_then_cublas: timing.clone(),
+            ratio_dequantize_then_cublas: 1.25,
+            dequantize_then_cublas_output: "bf16".into(),
             cublaslt_fp8_tensorwise: Some(timing),
             ratio_cublaslt_fp8_tensorwise: Some(0.5),
             cublaslt_fp8_output: "fp32".into(),

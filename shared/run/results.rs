@@ -149,7 +149,9 @@ pub struct StepRecord {
     /// `git describe`-style revision of the crate, or `unknown`.
     pub git: String,
     pub time: Timing,
-    /// cuBLAS, bf16 in and out, fp32 compute, on the same inputs, timed the same way.
+    /// cuBLAS, bf16 in and out (bf16 C), fp32 compute, on the same inputs, timed the same way (for an
+    /// MXFP8 step: on the exactly dequantized operands). The headline baseline unless
+    /// [`StepRecord::baseline`] says otherwise.
     pub cublas_bf16: Timing,
     /// cuBLAS SGEMM on fp32 copies of the same values (CUDA-core steps only; older records have it
     /// for every step).
@@ -165,6 +167,12 @@ pub struct StepRecord {
     pub clocks: Option<ClockSummary>,
     /// `time.tflops / cublas_bf16.tflops`: 1 means as fast as cuBLAS, 0.5 half as fast.
     pub ratio_bf16: f64,
+    /// Which cuBLAS the step's headline ratio ([`StepRecord::headline`]) is against: cuBLAS writing
+    /// bf16 C (steps 01–10, and step 11's records from before issue 24), or cuBLAS writing fp32 C on
+    /// the dequantized operands (step 11, like for like). Files without the field read as bf16 C;
+    /// written only when it is not, so that the other records read back unchanged.
+    #[serde(default, skip_serializing_if = "Baseline::is_bf16_c")]
+    pub baseline: Baseline,
     /// `time.tflops / cublas_sgemm.tflops`.
     pub ratio_sgemm: Option<f64>,
     /// Every comparison made on this run's output.
@@ -179,9 +187,10 @@ pub struct StepRecord {
     /// `--profile` ([`crate::evidence`]). Absent in files from before it; written only when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::run::profile::Profile>,
-    /// An MXFP8 step (step 11) only: its extra baselines, timed in the same loop. For such a step
-    /// `cublas_bf16` is cuBLAS bf16 on the exactly dequantized operands and `ratio_bf16` is to it.
-    /// Written only when present, so other records read back unchanged.
+    /// An MXFP8 step (step 11) only: its extra baselines, timed in the same loop, the like-for-like
+    /// cuBLAS with fp32 C among them. For such a step `cublas_bf16` is cuBLAS with bf16 C on the exactly
+    /// dequantized operands and `ratio_bf16` is to it. Written only when present, so other records
+    /// read back unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mx: Option<MxBaselines>,
     /// What the step's launch chose for this shape, in its own words (step 10: the tile and the
@@ -226,17 +235,102 @@ pub struct AlternativeRecord {
     pub local_bytes: Option<u32>,
 }
 
-/// The baselines an MXFP8 step is timed against besides cuBLAS bf16 on the dequantized operands.
+/// The cuBLAS a step's headline ratio is against ([`StepRecord::baseline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Baseline {
+    /// cuBLAS bf16 in, fp32 compute, bf16 C ([`StepRecord::cublas_bf16`]): the bf16 steps' output.
+    #[default]
+    CublasBf16C,
+    /// cuBLAS on the exactly dequantized MXFP8 operands (bf16 in), fp32 C ([`MxBaselines::cublas_f32_c`]):
+    /// the MXFP8 step's output type, so like for like.
+    CublasF32C,
+}
+
+impl Baseline {
+    /// `cuBLAS (bf16 C)`: how tables, the console and the figure name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Baseline::CublasBf16C => "cuBLAS (bf16 C)",
+            Baseline::CublasF32C => "cuBLAS (fp32 C)",
+        }
+    }
+
+    /// Bytes an element of the `C` this cuBLAS writes.
+    pub fn c_element_bytes(self) -> u64 {
+        match self {
+            Baseline::CublasBf16C => 2,
+            Baseline::CublasF32C => 4,
+        }
+    }
+
+    /// `bf16 C`: the output type alone, for a cell that differs from its column's.
+    pub fn output(self) -> &'static str {
+        match self {
+            Baseline::CublasBf16C => "bf16 C",
+            Baseline::CublasF32C => "fp32 C",
+        }
+    }
+
+    /// The baseline of a step of `format`: like for like, the cuBLAS that writes the step's C.
+    pub fn of_format(format: crate::run::registry::Format) -> Baseline {
+        match format {
+            crate::run::registry::Format::Bf16 => Baseline::CublasBf16C,
+            crate::run::registry::Format::Mxfp8 => Baseline::CublasF32C,
+        }
+    }
+
+    /// Whether this is the default, [`Baseline::CublasBf16C`] (which records leave unwritten).
+    pub fn is_bf16_c(&self) -> bool {
+        *self == Baseline::CublasBf16C
+    }
+}
+
+/// The baseline a column of headline ratios is headed with: the one every record in it shares, else
+/// bf16 C (the bf16 steps'); a record whose own differs names it in its cell ([`Baseline::output`]).
+pub fn column_baseline<'a>(records: impl IntoIterator<Item = &'a StepRecord>) -> Baseline {
+    let mut kinds = records.into_iter().map(|r| r.headline().baseline);
+    match kinds.next() {
+        Some(first) if kinds.all(|b| b == first) => first,
+        _ => Baseline::CublasBf16C,
+    }
+}
+
+/// A record's headline: the cuBLAS it is judged against, that cuBLAS's timing from the same loop, and
+/// the step's ratio to it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Headline<'a> {
+    pub baseline: Baseline,
+    pub cublas: &'a Timing,
+    /// `time.tflops / cublas.tflops`.
+    pub ratio: f64,
+}
+
+/// The baselines an MXFP8 step is timed against besides cuBLAS bf16 C on the dequantized operands
+/// ([`StepRecord::cublas_bf16`], a labelled extra column since issue 24).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MxBaselines {
     /// How the inputs were quantized: [`MxBaselines::QUANTIZER`].
     pub quantizer: String,
+    /// cuBLAS on the exactly dequantized operands writing fp32 C, as the step does: the headline
+    /// baseline ([`Baseline::CublasF32C`]). `None` in records from before it was timed (issue 24).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cublas_f32_c: Option<Timing>,
+    /// `time.tflops / cublas_f32_c.tflops`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_cublas_f32_c: Option<f64>,
     /// The dequantize kernel (`shared/check/mx_dequant.cu`: e4m3 + blocked e8m0 → bf16) on A and on B,
-    /// then cuBLAS bf16, timed together as one contender: what MX costs on Hopper without a fused
-    /// kernel.
-    pub dequantize_then_cublas_bf16: Timing,
-    /// `time.tflops / dequantize_then_cublas_bf16.tflops` (both count 2·M·N·K flops).
-    pub ratio_dequantize_then_cublas_bf16: f64,
+    /// then cuBLAS writing [`MxBaselines::dequantize_then_cublas_output`], timed together as one
+    /// contender: what MX costs on Hopper without a fused kernel.
+    #[serde(alias = "dequantize_then_cublas_bf16")]
+    pub dequantize_then_cublas: Timing,
+    /// `time.tflops / dequantize_then_cublas.tflops` (both count 2·M·N·K flops).
+    #[serde(alias = "ratio_dequantize_then_cublas_bf16")]
+    pub ratio_dequantize_then_cublas: f64,
+    /// `fp32`: the C that "dequantize, then cuBLAS" writes; `bf16` in records from before issue 24
+    /// (files without the field).
+    #[serde(default = "bf16_name")]
+    pub dequantize_then_cublas_output: String,
     /// cuBLASLt fp8 e4m3 with tensorwise scaling (one fp32 scale per operand, 1.0 here),
     /// `FAST_ACCUM` off, on the same e4m3 bytes (its product is not step 11's: no block scales),
     /// output [`MxBaselines::cublaslt_fp8_output`]: the fp8 ceiling without block scaling.
@@ -246,6 +340,10 @@ pub struct MxBaselines {
     pub cublaslt_fp8_output: String,
     /// Why there is no fp8 timing (cuBLASLt refused the shape or the GPU), when there is none.
     pub cublaslt_fp8_unavailable: Option<String>,
+}
+
+fn bf16_name() -> String {
+    "bf16".into()
 }
 
 impl MxBaselines {
@@ -262,6 +360,33 @@ impl StepRecord {
     /// `03 register_tiling`: how the figure and tables label a step.
     pub fn label(&self) -> String {
         format!("{:02} {}", self.step, self.name)
+    }
+
+    /// The number format of the record's step (bf16 for a step this build does not know).
+    pub fn format(&self) -> crate::run::registry::Format {
+        crate::run::steps::get(self.step).map_or(crate::run::registry::Format::Bf16, |s| s.format)
+    }
+
+    /// The cuBLAS this record's step is judged against ([`StepRecord::baseline`]), its timing and the
+    /// step's ratio to it. A record that names fp32 C without its timing (a hand-made one) falls back
+    /// to the bf16-C cuBLAS, labelled as such: the label always names the number.
+    pub fn headline(&self) -> Headline<'_> {
+        let f32_c = self
+            .mx
+            .as_ref()
+            .and_then(|mx| Some((mx.cublas_f32_c.as_ref()?, mx.ratio_cublas_f32_c?)));
+        match (self.baseline, f32_c) {
+            (Baseline::CublasF32C, Some((cublas, ratio))) => Headline {
+                baseline: Baseline::CublasF32C,
+                cublas,
+                ratio,
+            },
+            _ => Headline {
+                baseline: Baseline::CublasBf16C,
+                cublas: &self.cublas_bf16,
+                ratio: self.ratio_bf16,
+            },
+        }
     }
 
     /// Shared memory per block: static (when known) plus dynamic.
@@ -288,6 +413,11 @@ impl StepRecord {
 pub struct ResultsFile {
     pub device: DeviceInfo,
     pub records: Vec<StepRecord>,
+    /// Profiled records that a record of a different kernel (another source hash) replaced: the
+    /// newest per (step, shape, sweep). The evidence table shows the step before its last change
+    /// beside the step now, so that a change's effect on the counters stays in the book.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<StepRecord>,
 }
 
 impl ResultsFile {
@@ -297,15 +427,29 @@ impl ResultsFile {
     }
 
     /// Adds `new` records, replacing any with the same (step, shape, sweep), and sorts by that key.
-    /// When `new` itself repeats a key, the last one wins.
+    /// When `new` itself repeats a key, the last one wins. A profiled record replaced by one of a
+    /// different kernel is kept in [`ResultsFile::superseded`].
     pub fn merge(&mut self, new: &[StepRecord]) {
         for record in new {
             match self.records.iter_mut().find(|r| r.key() == record.key()) {
-                Some(old) => *old = record.clone(),
+                Some(old) => {
+                    let replaced = std::mem::replace(old, record.clone());
+                    let profiled = replaced.profile.as_ref().is_some_and(|p| p.ncu.is_some());
+                    if profiled && replaced.source_hash != record.source_hash {
+                        self.superseded.retain(|r| r.key() != replaced.key());
+                        self.superseded.push(replaced);
+                    }
+                }
                 None => self.records.push(record.clone()),
             }
         }
         self.records.sort_by_key(|r| r.key());
+        self.superseded.sort_by_key(|r| r.key());
+    }
+
+    /// The profiled record that `record`'s kernel replaced at its step and shape, if one is kept.
+    pub fn superseded_by(&self, record: &StepRecord) -> Option<&StepRecord> {
+        self.superseded.iter().find(|r| r.key() == record.key())
     }
 }
 
@@ -349,6 +493,7 @@ pub fn record(book_dir: &Path, device: &DeviceInfo, records: &[StepRecord]) -> R
         ResultsFile {
             device: device.clone(),
             records: Vec::new(),
+            superseded: Vec::new(),
         }
     };
     file.device = device.clone();
@@ -365,15 +510,19 @@ pub fn split_sm80_twins(files: Vec<ResultsFile>) -> (Vec<ResultsFile>, Vec<Resul
     for file in files {
         let (twins, rest): (Vec<StepRecord>, Vec<StepRecord>) =
             file.records.into_iter().partition(StepRecord::is_sm80_twin);
+        let (twins_before, rest_before): (Vec<StepRecord>, Vec<StepRecord>) =
+            file.superseded.into_iter().partition(StepRecord::is_sm80_twin);
         if !twins.is_empty() {
             sm80.push(ResultsFile {
                 device: file.device.clone(),
                 records: twins,
+                superseded: twins_before,
             });
         }
         own.push(ResultsFile {
             device: file.device,
             records: rest,
+            superseded: rest_before,
         });
     }
     (own, sm80)
@@ -505,6 +654,7 @@ pub(crate) mod tests {
             git: "abc1234".into(),
             ratio_bf16: time.tflops / cublas_bf16.tflops,
             ratio_sgemm: cublas_sgemm.as_ref().map(|s| time.tflops / s.tflops),
+            baseline: Baseline::CublasBf16C,
             time,
             cublas_bf16,
             cublas_sgemm,
@@ -689,6 +839,7 @@ pub(crate) mod tests {
         let mut value = serde_json::to_value(ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![record_of(6, "tma_store", 4096, 0.2)],
+            superseded: Vec::new(),
         })
         .unwrap();
         let old = value["records"][0].as_object_mut().unwrap();
@@ -738,8 +889,11 @@ pub(crate) mod tests {
         let mut mx = record_of(11, "mxfp8", 4096, 0.25);
         mx.mx = Some(MxBaselines {
             quantizer: MxBaselines::QUANTIZER.into(),
-            dequantize_then_cublas_bf16: timing(mx.shape, 0.3),
-            ratio_dequantize_then_cublas_bf16: 1.2,
+            cublas_f32_c: Some(timing(mx.shape, 0.21)),
+            ratio_cublas_f32_c: Some(0.84),
+            dequantize_then_cublas: timing(mx.shape, 0.3),
+            ratio_dequantize_then_cublas: 1.2,
+            dequantize_then_cublas_output: "fp32".into(),
             cublaslt_fp8_tensorwise: Some(timing(mx.shape, 0.12)),
             ratio_cublaslt_fp8_tensorwise: Some(0.48),
             cublaslt_fp8_output: "fp32".into(),
@@ -748,19 +902,82 @@ pub(crate) mod tests {
         let path = record(dir.path(), &device("NVIDIA H200"), &[plain, mx.clone()]).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.matches("\"mx\":").count(), 1, "{text}");
-        assert!(text.contains("\"dequantize_then_cublas_bf16\"") && text.contains("\"cublaslt_fp8_tensorwise\""));
+        assert!(text.contains("\"dequantize_then_cublas\"") && text.contains("\"cublaslt_fp8_tensorwise\""));
         let back = load(&path).unwrap().records;
         let (got, want) = (back[1].mx.as_ref().unwrap(), mx.mx.as_ref().unwrap());
         assert_eq!(got.ratio_cublaslt_fp8_tensorwise, want.ratio_cublaslt_fp8_tensorwise);
         assert_eq!(
-            got.dequantize_then_cublas_bf16.median_ms,
-            want.dequantize_then_cublas_bf16.median_ms
+            got.dequantize_then_cublas.median_ms,
+            want.dequantize_then_cublas.median_ms
         );
         assert_eq!(
             (&got.quantizer, &got.cublaslt_fp8_output),
             (&want.quantizer, &want.cublaslt_fp8_output)
         );
         assert!(back[0].mx.is_none());
+        assert_eq!(
+            got.cublas_f32_c.as_ref().map(|t| t.median_ms),
+            want.cublas_f32_c.as_ref().map(|t| t.median_ms)
+        );
+        assert_eq!(got.dequantize_then_cublas_output, "fp32");
+    }
+
+    /// The headline follows `baseline`: bf16 C by default (and for files without the field, written
+    /// only when it is not), fp32 C for an MXFP8 record that timed it, and bf16 C, so labelled, for
+    /// one that names fp32 C without its timing.
+    #[test]
+    fn the_headline_names_the_baseline_it_reports() {
+        let plain = record_of(10, "persistent", 4096, 0.2);
+        let h = plain.headline();
+        assert_eq!((h.baseline, h.ratio), (Baseline::CublasBf16C, plain.ratio_bf16));
+        let text = serde_json::to_string(&plain).unwrap();
+        assert!(!text.contains("\"baseline\""), "{text}");
+
+        let mut mx = record_of(11, "mxfp8", 4096, 0.25);
+        mx.baseline = Baseline::CublasF32C;
+        let h = mx.headline();
+        assert_eq!((h.baseline, h.ratio), (Baseline::CublasBf16C, mx.ratio_bf16));
+        let f32_c = timing(mx.shape, 0.21);
+        mx.mx = Some(MxBaselines {
+            quantizer: MxBaselines::QUANTIZER.into(),
+            cublas_f32_c: Some(f32_c.clone()),
+            ratio_cublas_f32_c: Some(0.84),
+            dequantize_then_cublas: timing(mx.shape, 0.3),
+            ratio_dequantize_then_cublas: 0.83,
+            dequantize_then_cublas_output: "fp32".into(),
+            cublaslt_fp8_tensorwise: None,
+            ratio_cublaslt_fp8_tensorwise: None,
+            cublaslt_fp8_output: "none".into(),
+            cublaslt_fp8_unavailable: Some("refused".into()),
+        });
+        let h = mx.headline();
+        assert_eq!((h.baseline, h.cublas, h.ratio), (Baseline::CublasF32C, &f32_c, 0.84));
+        let text = serde_json::to_string(&mx).unwrap();
+        assert!(text.contains("\"baseline\":\"cublas_f32_c\""), "{text}");
+        let back: StepRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.headline().baseline, Baseline::CublasF32C);
+    }
+
+    /// Step 11's records from before issue 24: "dequantize, then cuBLAS" under its old names, no
+    /// output type (bf16 C), no fp32-C cuBLAS, no baseline field: they load, with a bf16-C headline.
+    #[test]
+    fn mx_records_from_before_the_fp32_baseline_still_load() {
+        let text = r#"{"quantizer": "q", "dequantize_then_cublas_bf16": {"median_ms": 0.3, "min_ms": 0.29,
+            "max_ms": 0.31, "runs": 9, "tflops": 458.0}, "ratio_dequantize_then_cublas_bf16": 1.1,
+            "cublaslt_fp8_tensorwise": null, "ratio_cublaslt_fp8_tensorwise": null,
+            "cublaslt_fp8_output": "none", "cublaslt_fp8_unavailable": "refused"}"#;
+        let mx: MxBaselines = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            (mx.dequantize_then_cublas.median_ms, mx.ratio_dequantize_then_cublas),
+            (0.3, 1.1)
+        );
+        assert_eq!(
+            (mx.dequantize_then_cublas_output.as_str(), mx.cublas_f32_c.clone()),
+            ("bf16", None)
+        );
+        let mut r = record_of(11, "mxfp8", 4096, 0.25);
+        r.mx = Some(mx);
+        assert_eq!(r.headline().baseline, Baseline::CublasBf16C);
     }
 
     #[test]

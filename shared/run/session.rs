@@ -10,8 +10,9 @@ use crate::device::cublas::Cublas;
 use crate::device::gpu::Gpu;
 use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
+use crate::run::persistent::Workspace;
 use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
-use crate::run::results::{AlternativeRecord, MxBaselines, StepRecord, Timing, TimingMethod};
+use crate::run::results::{AlternativeRecord, Baseline, MxBaselines, StepRecord, Timing, TimingMethod};
 use crate::run::timing::Contender;
 use crate::{run::steps, run::timing};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -103,6 +104,9 @@ pub struct Session {
     cpu_reference: Option<Reference>,
     /// Step 11's inputs and outputs, made when an MXFP8 step first runs.
     mx: Option<MxState>,
+    /// The one workspace of the session's launches (flags, scratch, epochs), sized for each step as
+    /// it is loaded ([`Step::workspace`]).
+    workspace: Workspace,
 }
 
 fn ptr<T>(slice: &CudaSlice<T>, gpu: &Gpu) -> u64 {
@@ -171,6 +175,7 @@ impl Session {
             cublas_output: None,
             cpu_reference: None,
             mx: None,
+            workspace: Workspace::new(),
         })
     }
 
@@ -184,7 +189,8 @@ impl Session {
         self.inputs.seed
     }
 
-    /// The pointers and shape of input set `set` (the sets rotate; C is shared).
+    /// The pointers and shape of input set `set` (the sets rotate; C is shared), and the workspace
+    /// with a new epoch: one call per launch.
     pub fn operands(&self, set: usize) -> GemmOperands {
         let set = set % self.device.a.len();
         GemmOperands {
@@ -193,9 +199,28 @@ impl Session {
             c: ptr(&self.c, &self.gpu),
             scale_a: 0,
             scale_b: 0,
-            workspace: 0,
+            workspace: self.workspace.next_launch(&self.gpu.stream),
             shape: self.shape,
         }
+    }
+
+    /// Makes room in the workspace for what `step`'s kernels need at this shape.
+    fn ensure_workspace(&mut self, step: &Step) -> Result<()> {
+        match step.workspace {
+            Some(need) => self
+                .workspace
+                .ensure(&self.gpu.stream, need(self.shape, self.gpu.info.sms)),
+            None => Ok(()),
+        }
+    }
+
+    /// Makes room in the workspace for any step of `format`: a kernel run on its own
+    /// ([`Session::run_function`]) may stand in for any of them.
+    fn ensure_workspace_for(&mut self, format: Format) -> Result<()> {
+        for step in steps::ALL.iter().filter(|s| s.format == format) {
+            self.ensure_workspace(step)?;
+        }
+        Ok(())
     }
 
     /// Compiles and loads step `id` for this GPU (once), or says why it cannot run here. An MXFP8
@@ -212,6 +237,7 @@ impl Session {
             if step.format == Format::Mxfp8 {
                 self.ensure_mx()?;
             }
+            self.ensure_workspace(step)?;
             self.kernels.insert(id, loaded);
             self.alternatives.insert(id, alternatives);
         }
@@ -265,6 +291,7 @@ impl Session {
     /// Runs any loaded kernel with `launch` on the first input set and returns its output
     /// (used by the tests to feed the checker deliberately wrong kernels).
     pub fn run_function(&mut self, function: &CudaFunction, launch: LaunchFn, what: &str) -> Result<Vec<bf16>> {
+        self.ensure_workspace_for(Format::Bf16)?;
         self.poison_c()?;
         let ops = self.operands(0);
         launch(function, &self.gpu.stream, &ops)?;
@@ -420,6 +447,15 @@ impl Session {
         self.cublas.gemm_bf16(ops.a, ops.b, ops.c, self.shape)
     }
 
+    /// Enqueues, on input set `set`, the cuBLAS a step of `format` is judged against
+    /// ([`Baseline::of_format`]): cuBLAS bf16 C, or for MXFP8 cuBLAS fp32 C on the dequantized inputs.
+    pub fn launch_baseline(&self, format: Format, set: usize) -> Result<()> {
+        match Baseline::of_format(format) {
+            Baseline::CublasBf16C => self.launch_cublas_bf16(set),
+            Baseline::CublasF32C => self.launch_cublas_f32_c_dequantized(set),
+        }
+    }
+
     /// Makes the fp32 copies of the inputs (and an fp32 C) that SGEMM is timed on, once.
     fn ensure_fp32(&mut self) -> Result<()> {
         if self.fp32.is_some() {
@@ -567,7 +603,8 @@ impl Session {
         // What the step's launch chose at this shape (step 10: the tile), and the grid of the
         // kernel that ran, which the driver's answer for the step's own compilation may not be.
         let plan = crate::run::registry::plan_for(id, self.shape);
-        let mut computed = crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape);
+        let mut computed =
+            crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape, kernel.step.format);
         if let Some(fit) = plan.as_ref().and_then(|p| p.clusters_fit) {
             computed.clusters_fit = Some(fit);
         }
@@ -585,6 +622,11 @@ impl Session {
             git: crate::GIT_REVISION.to_string(),
             ratio_bf16: time.tflops / cublas_bf16.tflops,
             ratio_sgemm: cublas_sgemm.as_ref().map(|s| time.tflops / s.tflops),
+            // An MXFP8 step that timed cuBLAS with fp32 C is judged against it: like for like.
+            baseline: match mx.as_ref().and_then(|m| m.cublas_f32_c.as_ref()) {
+                Some(_) => Baseline::CublasF32C,
+                None => Baseline::CublasBf16C,
+            },
             time,
             cublas_bf16,
             cublas_sgemm,
@@ -602,6 +644,7 @@ impl Session {
                 computed,
                 ncu: None,
                 cublas_ncu: None,
+                cublas_baseline: Baseline::CublasBf16C,
             }),
             mx,
             plan: plan.map(|p| p.text),

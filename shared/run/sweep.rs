@@ -110,11 +110,13 @@ pub fn run(gpu: Gpu, step: &'static Step, seed: u64, options: &RunOptions) -> Re
                     .record
                     .as_ref()
                     .map(|r| {
+                        let headline = r.headline();
                         format!(
-                            "; {} TFLOPS, cuBLAS bf16 {} TFLOPS: {}× cuBLAS",
+                            "; {} TFLOPS, {} {} TFLOPS: {}×",
                             significant(r.time.tflops, 3),
-                            significant(r.cublas_bf16.tflops, 3),
-                            significant(r.ratio_bf16, 3)
+                            headline.baseline.label(),
+                            significant(headline.cublas.tflops, 3),
+                            significant(headline.ratio, 3)
                         )
                     })
                     .unwrap_or_default();

@@ -383,7 +383,8 @@ fn verify_at(
     session.verify_beside(ex.step, function, file.launch, what)
 }
 
-/// The student's kernel, the step's own and cuBLAS bf16 in one alternating loop at `shape`.
+/// The student's kernel, the step's own and the step's cuBLAS baseline (bf16 C; for MXFP8, fp32 C on
+/// the dequantized inputs) in one alternating loop at `shape`.
 fn time_at(
     session: &Session,
     ex: &Exercise,
@@ -402,7 +403,8 @@ fn time_at(
     let own = step.binary();
     let mut student = |i: usize| (file.launch)(function, &session.gpu.stream, &operands(i)?);
     let mut reference = |i: usize| session.launch(step.id, i);
-    let mut cublas = |i: usize| session.launch_cublas_bf16(i);
+    let mut cublas = |i: usize| session.launch_baseline(format, i);
+    let baseline = gemm_ladder::run::results::Baseline::of_format(format).label();
     let mut contenders = [
         Contender {
             name: &mine,
@@ -413,14 +415,14 @@ fn time_at(
             launch: &mut reference,
         },
         Contender {
-            name: "cuBLAS bf16",
+            name: baseline,
             launch: &mut cublas,
         },
     ];
     let measured = timing::measure(&session.gpu, shape, iters, &mut contenders)?;
     let t = measured.timings;
     println!("  timed at {shape}, alternating:");
-    for (name, timing) in [&mine, &own, &"cuBLAS bf16".to_string()].iter().zip(&t) {
+    for (name, timing) in [&mine, &own, &baseline.to_string()].iter().zip(&t) {
         println!(
             "    {name:<14} {:>9.3} ms  {:>7.2} TFLOPS  {:>6.2}× {own}'s time",
             timing.median_ms,

@@ -31,6 +31,7 @@ pub const STEP: Step = Step {
         launch,
     }],
     alternatives: &[],
+    workspace: None,
 };
 
 fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {

@@ -189,4 +189,5 @@ pub const STEP: Step = Step {
     // The sm80 twin last: a GPU takes the first file that serves it, so Hopper keeps its own.
     kernels: &[HOPPER, BLACKWELL, SM80],
     alternatives: &[],
+    workspace: None,
 };

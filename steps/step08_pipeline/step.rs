@@ -190,4 +190,5 @@ pub const STEP: Step = Step {
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
     alternatives: &[],
+    workspace: None,
 };

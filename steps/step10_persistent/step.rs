@@ -13,20 +13,20 @@
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
+use crate::run::persistent::PersistentGemm;
 use crate::run::registry::{
-    launch_maps_then, launch_with_maps_in, persistent_launch, tell_plan, Alternative, Format, GemmOperands, KernelFile,
-    Plan, Step, Targets,
+    launch_maps_then, launch_with_maps_in, tell_plan, Alternative, Format, GemmOperands, KernelFile, Plan, Step,
+    Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles, schedule and launch (step 09's kernel, made persistent).
 mod hopper {
     use super::*;
-    use crate::encoding::tma::TensorMap;
+    use crate::encoding::tma::{TensorMap, TmaElement};
     use crate::error::Error;
-    use cudarc::driver::{CudaSlice, DevicePtr};
-    use std::sync::atomic::{AtomicU32, Ordering};
-    use std::sync::{Arc, Mutex};
+    use crate::run::persistent::{MatrixMap, WorkspaceNeed};
+    use std::sync::Mutex;
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
     pub const BM: u32 = 128;
@@ -48,7 +48,7 @@ mod hopper {
     pub const CONSUMER_REGISTERS: u32 = 232;
     /// Blocks per cluster along M in the default tile: one. Steps 07–09 paired blocks to share each B
     /// tile; once blocks are persistent the pair no longer pays (recorded: the `pairs` alternative).
-    /// The grid is one row of clusters (`registry::persistent_launch`), so a cluster is
+    /// The grid is one row of clusters (`persistent::PersistentGemm`), so a cluster is
     /// `(cluster_m, 1, 1)`.
     pub const CLUSTER_M: u32 = 1;
     // ANCHOR: group
@@ -87,6 +87,18 @@ mod hopper {
         /// Blocks per cluster.
         pub const fn blocks(&self) -> u32 {
             self.cluster_m * self.cluster_n
+        }
+
+        /// Its persistent launch: the tile, the cluster, the roles' threads, the ring's shared memory.
+        pub const fn gemm(&self) -> PersistentGemm {
+            PersistentGemm {
+                bm: BM,
+                bn: self.bn,
+                cluster_m: self.cluster_m,
+                cluster_n: self.cluster_n,
+                threads: THREADS,
+                smem: smem_bytes(self.stages, C_BUFFERS, self.bn),
+            }
         }
     }
 
@@ -292,7 +304,7 @@ mod hopper {
         /// model says it saves more than its fixups cost; otherwise every tile is whole.
         pub fn choose(tiles: u32, k_tiles: u32, fit: u32, stream_k: bool) -> Decomposition {
             // Whole tiles on as few clusters as take the same number of turns as all `fit` would
-            // (`registry::balanced`): the idle SMs' power is clock for the others under the power limit.
+            // (`persistent::balanced`): the idle SMs' power is clock for the others under the power limit.
             let data_parallel = Decomposition {
                 tiles,
                 k_tiles,
@@ -399,70 +411,56 @@ mod hopper {
     // ANCHOR_END: choice
 
     // ANCHOR: workspace
-    /// The stream-K workspace: one flag per consumer warpgroup of every block, then a 128×BN fp32
-    /// partial tile per block (128 KiB for the default tile). Allocated on first need and kept; grown,
-    /// never shrunk. The flags come first, at fixed places, so a launch of another tile shape finds
-    /// only flags there (raised to older epochs), never partial sums. The memory is a `CudaSlice`,
-    /// which holds its context: it is freed in that context, and the context lives as long as it
-    /// does, so the cache (keyed by the context's identity) never hands out freed memory.
-    static WORKSPACE: Mutex<Option<CudaSlice<u8>>> = Mutex::new(None);
-    /// Each launch raises its flags to a new value, so they never need clearing.
-    static EPOCH: AtomicU32 = AtomicU32::new(0);
-    /// Room for the flags of 1024 blocks.
-    const FLAG_BYTES: u64 = 1024 * CONSUMERS as u64 * 4;
+    /// Blocks a launch has flags for: more than any GPU holds at once (one block per SM).
+    const FLAG_BLOCKS: u64 = 1024;
 
-    /// The partials' and the flags' addresses for `blocks` blocks of a tile `bn` columns wide.
-    fn workspace(stream: &CudaStream, blocks: u32, bn: u32) -> Result<(u64, u64)> {
-        if blocks as u64 * CONSUMERS as u64 * 4 > FLAG_BYTES {
-            return Err(Error::Other(format!(
-                "step 10's stream-K workspace has flags for 1024 blocks, not {blocks}"
-            )));
+    /// What step 10 needs of the session's workspace (`persistent::Workspace`): one flag per consumer
+    /// warpgroup of every block, then a 128×BN fp32 partial tile per block, for as many blocks as the
+    /// GPU holds at once (one per SM) of the widest tile (128 KiB each). The session allocates it,
+    /// zeroed, before the step's first launch, grows it and never shrinks it, and frees it with the
+    /// context. The flags come first, at fixed places, so a launch of another tile shape (or another
+    /// step) finds only flags there, raised to older epochs, never partial sums.
+    pub fn workspace(_shape: crate::check::problem::Shape, sms: u32) -> WorkspaceNeed {
+        WorkspaceNeed {
+            flag_bytes: FLAG_BLOCKS * CONSUMERS as u64 * 4,
+            scratch_bytes: sms as u64 * (BM * BN * 4) as u64,
         }
-        let bytes = FLAG_BYTES + blocks as u64 * (BM * bn * 4) as u64;
-        let mut held = WORKSPACE.lock().unwrap_or_else(|e| e.into_inner());
-        let memory = match held.as_mut() {
-            Some(w) if Arc::ptr_eq(w.context(), stream.context()) && w.len() as u64 >= bytes => w,
-            _ => {
-                // The old workspace (of this context or another) is freed in its own context, after
-                // this stream's launches that may use it have finished.
-                stream.synchronize().map_err(Error::cuda("waiting for the GPU"))?;
-                *held = None;
-                // Allocated and zeroed on the context's own stream, and finished before any kernel
-                // of any stream sees it.
-                let on = stream.context().default_stream();
-                let fresh = on.alloc_zeros::<u8>(bytes as usize).map_err(Error::cuda(format!(
-                    "step 10's stream-K workspace ({} MiB for {blocks} blocks) does not fit in the GPU's free memory",
-                    bytes.div_ceil(1 << 20)
-                )))?;
-                on.synchronize()
-                    .map_err(Error::cuda("clearing the stream-K workspace"))?;
-                held.insert(fresh)
-            }
-        };
-        let (base, _recorded) = memory.device_ptr(stream);
-        Ok((base + FLAG_BYTES, base))
+    }
+
+    /// The partials' and the flags' addresses for `blocks` blocks of a tile `bn` columns wide. Each
+    /// launch raises its flags to its own epoch (`ops.workspace.epoch`, one more than the session's
+    /// last launch), so they never need clearing.
+    fn stream_k_workspace(ops: &GemmOperands, blocks: u32, bn: u32) -> Result<(u64, u64)> {
+        let who = format!("step 10's stream-K ({blocks} blocks of 128×{bn})");
+        let flags = ops.workspace.flags(blocks as u64 * CONSUMERS as u64 * 4, &who)?;
+        let partials = ops.workspace.scratch(blocks as u64 * (BM * bn * 4) as u64, &who)?;
+        Ok((partials, flags))
     }
     // ANCHOR_END: workspace
 
-    /// The tensor maps of A, B and C for a tile shape, made once per set of operands and kept:
-    /// encoding three maps costs the host a few microseconds a launch, as long as a 1024³ GEMM takes
-    /// on the GPU.
+    /// The tensor maps of A, B and C for a tile shape (kept by `persistent::tensor_map`): each block
+    /// loads its rows of A and B, or its slice of the operand its cluster shares.
     fn tensor_maps(ops: &GemmOperands, tile: Tile) -> Result<([TensorMap; 3], bool)> {
-        type Key = (u64, u64, u64, crate::check::problem::Shape, (u32, u32));
-        static MAPS: Mutex<Vec<(Key, [TensorMap; 3], bool)>> = Mutex::new(Vec::new());
         let s = ops.shape;
-        let key = (ops.a, ops.b, ops.c, s, (BM / tile.cluster_n, tile.bn / tile.cluster_m));
-        let mut known = MAPS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, maps, tma_store)) = known.iter().find(|(k, _, _)| *k == key) {
-            return Ok((*maps, *tma_store));
-        }
-        let a_map = tma::matrix_2d("A", ops.a, s.m, s.k, BM / tile.cluster_n, BK, TmaSwizzle::B128)?;
-        let b_map = tma::matrix_2d("B", ops.b, s.n, s.k, tile.bn / tile.cluster_m, BK, TmaSwizzle::B128)?;
-        let (c_map, use_tma_store) = tma::store_map_for_c(ops.c, s.m, s.n, C_BOX_ROWS, C_BOX_COLS)?;
-        if known.len() >= 64 {
-            known.clear();
-        }
-        known.push((key, [a_map, b_map, c_map], use_tma_store));
+        let (a_rows, b_rows) = tile.gemm().box_rows();
+        let bf16 = |name, address, rows, box_rows| MatrixMap {
+            name,
+            element: TmaElement::Bf16,
+            address,
+            rows,
+            cols: s.k,
+            box_rows,
+            box_cols: BK,
+            swizzle: TmaSwizzle::B128,
+        };
+        let a_map = crate::run::persistent::tensor_map(bf16("A", ops.a, s.m, a_rows))?;
+        let b_map = crate::run::persistent::tensor_map(bf16("B", ops.b, s.n, b_rows))?;
+        let (c_map, use_tma_store) = crate::run::persistent::store_map_for_c(MatrixMap {
+            name: "C",
+            cols: s.n,
+            box_cols: C_BOX_COLS,
+            ..bf16("C", ops.c, s.m, C_BOX_ROWS)
+        })?;
         Ok(([a_map, b_map, c_map], use_tma_store))
     }
 
@@ -506,15 +504,14 @@ mod hopper {
         let mut fits = [0; 6];
         let mut first_refusal = None;
         for (i, tile) in TILES.iter().enumerate() {
-            let smem = smem_bytes(tile.stages, C_BUFFERS, tile.bn);
             let fit = if i == 0 {
                 Ok(func.clone())
             } else {
                 crate::run::loader::function_in(stream, &TILE_KERNELS[i])
             }
-            .and_then(|f| persistent_launch(&f, stream, THREADS, smem, tile.blocks(), usize::MAX));
+            .and_then(|f| tile.gemm().clusters_fit(&f, stream));
             match fit {
-                Ok(launch) => fits[i] = launch.config.grid_dim.0 / tile.blocks(),
+                Ok(clusters) => fits[i] = clusters,
                 Err(e) => {
                     first_refusal.get_or_insert(e);
                 }
@@ -566,30 +563,33 @@ mod hopper {
         // ANCHOR: grid
         // As many clusters as fit on the GPU at once (the driver says how many), then the
         // decomposition of the tiles over them, from the shape.
-        let tiles = s.tiles(tile.cluster_m * BM, tile.cluster_n * tile.bn) as u32;
+        let gemm = tile.gemm();
+        let tiles = gemm.tiles(s) as u32;
         let k_tiles = s.k.div_ceil(BK as usize) as u32;
-        let smem = smem_bytes(tile.stages, C_BUFFERS, tile.bn);
-        let mut launch = persistent_launch(func, stream, THREADS, smem, tile.blocks(), usize::MAX)?;
-        let fit = launch.config.grid_dim.0 / tile.blocks();
+        let fit = gemm.clusters_fit(func, stream)?;
         let d = Decomposition::choose(tiles, k_tiles, fit, stream_k);
-        launch.config.grid_dim.0 = d.clusters * tile.blocks();
+        let mut launch = gemm.launch(d.clusters);
         // ANCHOR_END: grid
         let (partials, flags) = if d.sk_clusters > 0 {
             // A stream-K finisher waits for the flags of later clusters, which must be running too:
             // launched cooperatively, a grid the GPU cannot hold at once is refused, not left hanging.
             launch = launch.co_resident();
-            workspace(stream, d.clusters * tile.blocks(), tile.bn)?
+            stream_k_workspace(ops, d.clusters * tile.blocks(), tile.bn)?
         } else {
             (0, 0)
         };
-        let epoch = EPOCH.fetch_add(1, Ordering::Relaxed).wrapping_add(1) as i32;
         launch_maps_then(
             func,
             stream,
             &maps,
             &[ops.c, partials, flags],
             ops,
-            &[use_tma_store as i32, d.dp_tiles as i32, d.sk_clusters as i32, epoch],
+            &[
+                use_tma_store as i32,
+                d.dp_tiles as i32,
+                d.sk_clusters as i32,
+                ops.workspace.epoch as i32,
+            ],
             launch,
         )
     }
@@ -644,6 +644,42 @@ mod hopper {
             // Nothing fits: no choice (the launch then reports why), and no division by zero.
             assert_eq!(choose_tile(Shape::square(1024), [0; 6]), None);
             assert_eq!(Decomposition::choose(16, 16, 0, true).sk_clusters, 0);
+        }
+
+        /// The workspace the step asks the session for holds the flags and partials of a stream-K
+        /// launch of every block the GPU holds at once, of any tile; one more block is refused in one
+        /// line, before any launch.
+        #[test]
+        fn the_workspace_holds_a_stream_k_launch_of_every_block() {
+            use crate::check::problem::Shape;
+            use crate::run::persistent::WorkspaceView;
+            let shape = Shape::square(8192);
+            let need = workspace(shape, 132);
+            let (scratch_at, _) = need.layout();
+            let ops = GemmOperands {
+                a: 0,
+                b: 0,
+                c: 0,
+                scale_a: 0,
+                scale_b: 0,
+                workspace: WorkspaceView {
+                    flags: 1 << 20,
+                    flag_bytes: need.flag_bytes,
+                    scratch: (1 << 20) + scratch_at,
+                    scratch_bytes: need.scratch_bytes,
+                    epoch: 3,
+                },
+                shape,
+            };
+            for tile in TILES {
+                let (partials, flags) = stream_k_workspace(&ops, 132, tile.bn).unwrap();
+                assert_eq!((partials, flags), ((1 << 20) + scratch_at, 1 << 20));
+            }
+            let refused = stream_k_workspace(&ops, 133, BN).unwrap_err().to_string();
+            assert!(
+                refused.contains("step 10's stream-K (133 blocks") && !refused.contains('\n'),
+                "{refused}"
+            );
         }
 
         #[test]
@@ -804,8 +840,15 @@ mod blackwell {
         // ANCHOR: blackwell_grid
         // One pair per place on the GPU, or one per tile: the Hopper twin's mechanism. The occupancy
         // calculator knows nothing of TMEM; the shared memory keeps it to one block per SM.
-        let tiles = s.tiles(CLUSTER_M * BM, BN);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
+        let gemm = PersistentGemm {
+            bm: BM,
+            bn: BN,
+            cluster_m: CLUSTER_M,
+            cluster_n: 1,
+            threads: THREADS,
+            smem: SMEM_BYTES,
+        };
+        let launch = gemm.grid(func, stream, gemm.tiles(s))?;
         // ANCHOR_END: blackwell_grid
         launch_with_maps_in(
             func,
@@ -828,4 +871,5 @@ pub const STEP: Step = Step {
     format: Format::Bf16,
     kernels: &[HOPPER, BLACKWELL],
     alternatives: hopper::ALTERNATIVES,
+    workspace: Some(hopper::workspace),
 };

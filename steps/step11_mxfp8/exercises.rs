@@ -24,7 +24,7 @@ pub const EXERCISES: &[Exercise] = &[
         ],
         answer: Some("A K tile of 64 elements spans two 32-element scale blocks: elements 0..31 of the tile (slices 0, 1) take the first scale, elements 32..63 (slices 2, 3) the second. With scale[r][0] for both blocks, A's second half of every K tile was scaled by its first half's scale."),
         hints: &[
-            "The MMAs, the tile order and the epilogue are step 10's; the wrong values are off by powers of two, so look at the conversions, dequantize_b and convert_a, and the scales they multiply by.",
+            "The MMAs, the tile order and the epilogue come from step 10's pipeline and know nothing of scales; the wrong values are off by powers of two, so look at the conversions, dequantize_b and convert_a, and the scales they multiply by.",
             "A K tile is 64 elements of K: two 32-element scale blocks. Slices 0, 1 take the first scale, slices 2, 3 the second. Does every converter build a factor from both?",
             "In convert_a, factor[r][b] must come from scale[r][b]; the planted kernel builds both blocks' factors from scale[r][0].",
         ],
@@ -55,5 +55,32 @@ pub const EXERCISES: &[Exercise] = &[
             "a[slice][row8] and a[slice][row8 + 2].",
         ],
         prediction: None,
+    },
+    Exercise {
+        id: "11.3",
+        step: 11,
+        targets: Targets::Hopper,
+        kind: Kind::PredictThenMeasure,
+        title: "After the pre-pass",
+        name: "after_the_pre_pass",
+        intro: "Step 11's Hopper kernel with the pre-pass's `griddepcontrol.launch_dependents` taken out: the GEMM is still launched as a programmatic dependent of the pre-pass, but without the trigger it may start only once every block of the pre-pass has exited, as two ordinary launches would. The result is still right (the GEMM's producer waits with `griddepcontrol.wait` either way). Predict how its time compares with the step's at 4096³, then measure.",
+        edits: &[Edit {
+            find: "    asm volatile(\"griddepcontrol.launch_dependents;\");\n",
+            replace: concat!(
+                "    // exercise 11.3: no trigger, so the GEMM starts only after the pre-pass has ended.\n",
+                "    // asm volatile(\"griddepcontrol.launch_dependents;\");\n",
+            ),
+        }],
+        answer: None,
+        hints: &[
+            "What can the GEMM do before the converted B is complete? Its producer waits with griddepcontrol.wait before the first load; its blocks can only be scheduled, initialise their barriers, prefetch the tensor maps and set their registers.",
+            "How long is that, against the step's time at 4096³ (its table gives it)? And the pre-pass's last partial wave of blocks: how much of the GPU does it leave idle, and for how long?",
+            "A few microseconds at most, against a step of hundreds of microseconds: predict a ratio within a percent or so of 1, about as large as the loop's noise.",
+        ],
+        prediction: Some(Prediction {
+            question: "How many times step 11's own time does the kernel whose pre-pass does not trigger the GEMM's early start take at 4096³ (`exercise check 11.3 --size 4096`)?",
+            unit: "× the step's time",
+            chapter_answer: "About 1×, slightly above. The early start can hide only what the GEMM does before its first load of B (being scheduled, barrier set-up, tensor-map prefetch, setmaxnreg) and the idle SMs of the pre-pass's last partial wave: a few microseconds against a step of hundreds of microseconds at 4096³, within a percent, about the size of the loop's noise. The development runs behind the chapter saw about +0.5 % at 4096³ and nothing measurable at 8192³ (unrecorded).",
+        }),
     },
 ];

@@ -15,7 +15,8 @@
 // pre-pass over all of B (`dequantize_b`, a memory-bound kernel: one byte in, two out per element),
 // into a bf16 scratch copy that the GEMM loads with the TMA exactly as step 10 loads B. Only A is
 // converted inside the GEMM, 128 rows per block and K tile, a third of the fully fused count, and
-// straight into registers:
+// straight into registers (the alternative "overlapped", sm90_overlapped.cu, hides the pre-pass inside
+// the GEMM instead, and is slower: the chapter has the measurements):
 //   - each consumer thread loads its part of the e4m3 A tile with ldmatrix, converts it in registers
 //     and hands it to the wgmma as the register operand (RS); A never becomes a bf16 tile;
 //   - a K tile's A is converted while the previous K tile's MMAs run (two sets of fragment registers),
@@ -77,6 +78,9 @@
 extern "C" __global__ void dequantize_b(const unsigned char* __restrict__ q, const unsigned char* __restrict__ scales,
                                         bf16* __restrict__ out, int rows, int K) {
     const int halves = K / 8;  // two per 16-element slice
+    // The GEMM after it may start now, on the SMs this kernel's last blocks leave (a programmatic
+    // dependent launch): it waits for this kernel's writes (griddepcontrol.wait) before it loads B.
+    asm volatile("griddepcontrol.launch_dependents;");
     const i64 t = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= static_cast<i64>(rows) * halves) return;
     const int row = static_cast<int>(t / halves), half = static_cast<int>(t % halves);
@@ -207,6 +211,8 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
         // copied, and `full` expects fewer bytes.
         setmaxnreg_dec<PRODUCER_REGISTERS>();
         if (tid == 0) {
+            // Launched under the pre-pass's tail: the converted B is complete and visible past here.
+            asm volatile("griddepcontrol.wait;" ::: "memory");
             const int scale_blocks_k = (K / 32 + 3) / 4;  // 512-byte blocks along K
             const int a_row_blocks = (M + SCALE_BLOCK_ROWS - 1) / SCALE_BLOCK_ROWS;
             int it = 0;

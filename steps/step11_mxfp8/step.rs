@@ -1,26 +1,61 @@
 //! Step 11 · mxfp8: what this step launches and how.
 //!
 //! The problem changes here: `A` and `B` are OCP fp8 e4m3 with one e8m0 scale per 1×32 block along K
-//! (shared/check/mx.rs), and `C` is fp32. The kernel's signature is the MX one of
-//! [`launch_mx_with_maps_in`]: `gemm(TensorMap a, TensorMap b, TensorMap c, const u8* scale_a,
-//! const u8* scale_b, float* C, int M, int N, int K, int use_tma_store)`, scales in the blocked layout.
+//! (shared/check/mx.rs), and `C` is fp32. The kernels take the MX signature: `gemm(TensorMap a,
+//! TensorMap b, TensorMap c, const u8* scale_a, const u8* scale_b, float* C, int M, int N, int K,
+//! int use_tma_store)`, scales in the blocked layout (the alternative "overlapped", which converts B
+//! while it computes, takes a map of B's e4m3 units, the workspace and the epoch too:
+//! `BOperand::ConvertedInGemm`). Every Hopper kernel of the step, its own and the alternatives, is
+//! launched by `HopperLaunch` on the shared persistent grid (`persistent::PersistentGemm`), with the
+//! session's workspace for the converted B ([`workspace`]).
 //!
-//! Hopper (`sm90.cu`): no block-scaled MMA; the kernel emulates MX exactly: step 10's persistent
-//! pipeline on e4m3 tiles, each element converted to bf16 with its block's scale folded in (exact),
-//! B into a bf16 tile in shared memory, A straight into the wgmma's register operand.
+//! Hopper (`sm90.cu`): no block-scaled MMA; the kernel emulates MX exactly: a pre-pass converts B to
+//! bf16 once (each element with its block's scale folded in: exact), and step 10's persistent
+//! pipeline runs on e4m3 A, converted by the consumers straight into the wgmma's register operand,
+//! and that bf16 B; the GEMM is launched under the pre-pass's tail (a programmatic dependent launch).
 //! Blackwell (`sm100.cu`, assembled, not run here): `tcgen05.mma … kind::mxf8f6f4.block_scale`, as
 //! in seed 004.
 
-use crate::encoding::tma::{self, TmaSwizzle};
+use crate::check::problem::Shape;
+use crate::encoding::tma::{TmaElement, TmaSwizzle};
 use crate::error::Result;
+use crate::run::persistent::{store_map_for_c, tensor_map, MatrixMap, PersistentGemm, WorkspaceNeed};
 use crate::run::registry::{
-    balanced, launch_mx_with_maps_in, launch_sibling, persistent_launch, Alternative, Format, GemmOperands, KernelFile,
-    Step, Targets,
+    launch_maps_then, launch_sibling, Alternative, Format, GemmOperands, KernelFile, Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
-/// What the persistent launch of a Hopper kernel of this step needs to know of it (all of them, the
-/// step's and its alternatives, take the same arguments and launch the same way).
+// ANCHOR: workspace
+/// What step 11 needs of the session's workspace (`persistent::Workspace`): room for B converted to
+/// bf16 (N×K), and a flag for each unit of that conversion (32 rows of B by one K tile of 64), which
+/// the alternative "overlapped" raises to its launch's epoch. The flags come first, zeroed when the
+/// workspace is made; the scratch after them, on a 1024-byte boundary.
+pub fn workspace(shape: Shape, _sms: u32) -> WorkspaceNeed {
+    WorkspaceNeed {
+        flag_bytes: conversion_flag_bytes(shape),
+        scratch_bytes: (shape.n * shape.k * 2) as u64,
+    }
+}
+
+/// Rows of B and elements of K in one unit of B's conversion (one flag each).
+pub const CONVERSION_ROWS: usize = 32;
+pub const CONVERSION_K: usize = 64;
+
+/// Rows of B in one panel of the tile order (a tile's columns of C): the units of a K tile are
+/// counted by whole panels, so that the TMA thread of a ragged last panel finds a flag for each unit
+/// of its slice.
+const PANEL_ROWS: usize = 256;
+
+/// The conversion's flags: one 32-bit word per unit, `4 × 8⌈N/256⌉ × ⌈K/64⌉` bytes.
+pub fn conversion_flag_bytes(shape: Shape) -> u64 {
+    let units_per_k_tile = shape.n.div_ceil(PANEL_ROWS) * (PANEL_ROWS / CONVERSION_ROWS);
+    (4 * units_per_k_tile * shape.k.div_ceil(CONVERSION_K)) as u64
+}
+// ANCHOR_END: workspace
+
+/// How the step's Hopper kernels differ in their launch (all take the MX arguments and run on
+/// `persistent::PersistentGemm`'s grid): the tile, the e4m3 K tile and its swizzle, the cluster and
+/// the operand it shares, C's store box, how B reaches the kernel, and whether the grid is trimmed.
 struct HopperLaunch {
     /// Rows of `C` per block and columns per block.
     bm: u32,
@@ -38,19 +73,45 @@ struct HopperLaunch {
     c_box: (u32, u32),
     /// How B reaches the kernel.
     b: BOperand,
-    /// The grid trimmed to the fewest clusters that need no more turns ([`balanced`]), or every
-    /// cluster that fits.
+    /// The grid trimmed to the fewest clusters that need no more turns (`persistent::balanced`), or
+    /// every cluster that fits.
     balanced: bool,
 }
 
 /// How the kernel gets B.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum BOperand {
-    /// As e4m3 tiles with their scales, converted in the kernel.
+    /// As e4m3 tiles with their scales, converted in the kernel. The kernel takes
+    /// `gemm(TensorMap a, TensorMap b, TensorMap c, const u8* scale_a, const u8* scale_b, float* C,
+    /// int M, int N, int K, int use_tma_store)`.
     E4m3,
-    /// Dequantized once, before the GEMM, by the module's `dequantize_b` into the session's scratch
-    /// buffer (bf16, each 16 elements of K in the A fragments' order), loaded as step 10 loads B.
+    /// Dequantized once, before the GEMM, by the module's `dequantize_b` into the workspace's scratch
+    /// (bf16, each 16 elements of K in the A fragments' order), loaded as step 10 loads B. The kernel
+    /// takes the signature of `E4m3`, its B map over the scratch.
     Dequantized,
+    /// Converted by the kernel itself into the workspace's scratch while it computes, one unit of
+    /// [`CONVERSION_ROWS`] × [`CONVERSION_K`] at a time, each released with its flag raised to the
+    /// launch's epoch; B's map is over the scratch, as for `Dequantized`, and a fourth map gives the
+    /// converting warps B's e4m3 bytes in units. The kernel takes `gemm(TensorMap a, TensorMap b,
+    /// TensorMap c, TensorMap b_units, const u8* scale_a, const u8* scale_b, float* C,
+    /// bf16* b_converted, u32* flags, int M, int N, int K, int use_tma_store, u32 epoch)`.
+    ConvertedInGemm,
+}
+
+/// What a kernel gets for B ([`HopperLaunch::b_operand`]).
+#[derive(Debug, PartialEq)]
+struct BArguments {
+    /// The request for B's tensor map, and for the map of B's e4m3 units, if the kernel converts them.
+    map: MatrixMap,
+    units_map: Option<MatrixMap>,
+    /// Pointers the kernel takes after `C`, and 32-bit values after `use_tma_store`.
+    pointers: Vec<u64>,
+    ints: Vec<i32>,
+    /// Where `dequantize_b` must write B before the GEMM, if it must.
+    pre_pass: Option<u64>,
+    /// Whether blocks wait for flags other blocks raise: then the launch is cooperative, so that a
+    /// grid the GPU cannot hold at once is refused instead of left hanging (step 10's stream-K rule).
+    co_resident: bool,
 }
 
 /// Threads per block of `dequantize_b`; each converts 8 elements of B (half a 16-element slice).
@@ -66,76 +127,153 @@ enum SharedOperand {
 }
 
 impl HopperLaunch {
+    /// The persistent launch of the kernel: its tile and its cluster along the operand it shares.
+    const fn gemm(&self) -> PersistentGemm {
+        let (cluster_m, cluster_n) = match self.shared {
+            SharedOperand::A => (1, self.cluster),
+            SharedOperand::B => (self.cluster, 1),
+        };
+        PersistentGemm {
+            bm: self.bm,
+            bn: self.bn,
+            cluster_m,
+            cluster_n,
+            threads: self.threads,
+            smem: self.smem,
+        }
+    }
+
+    /// The request for an e4m3 operand's map (`rows` × K bytes), each block's box `box_rows` × `bk`.
+    fn e4m3(&self, name: &'static str, address: u64, rows: usize, k: usize, box_rows: u32) -> MatrixMap {
+        MatrixMap {
+            name,
+            element: TmaElement::U8,
+            address,
+            rows,
+            cols: k,
+            box_rows,
+            box_cols: self.bk,
+            swizzle: self.swizzle,
+        }
+    }
+
+    // ANCHOR: maps
+    /// How B reaches the kernel: the request for B's map, the pointers and 32-bit values the kernel
+    /// takes after `C` and after `use_tma_store` for it, and where a pre-pass must dequantize B first.
+    /// e4m3 tiles are `bk` bytes a row (the step's kernel: 64, with the 64-byte swizzle, conflict-free
+    /// for ldmatrix and the converter); a converted B is bf16 in the workspace's scratch, loaded as
+    /// step 10 loads B; each block of a cluster loads its slice of the shared operand for both.
+    fn b_operand(&self, ops: &GemmOperands) -> Result<BArguments> {
+        let s = ops.shape;
+        let (_, b_rows) = self.gemm().box_rows();
+        let who = "step 11's converted B";
+        let converted = |scratch| MatrixMap {
+            element: TmaElement::Bf16,
+            swizzle: TmaSwizzle::B128,
+            ..self.e4m3("B (converted)", scratch, s.n, s.k, b_rows)
+        };
+        let only = |map| BArguments {
+            map,
+            units_map: None,
+            pointers: vec![],
+            ints: vec![],
+            pre_pass: None,
+            co_resident: false,
+        };
+        Ok(match self.b {
+            BOperand::E4m3 => only(self.e4m3("B", ops.b, s.n, s.k, b_rows)),
+            BOperand::Dequantized => {
+                let scratch = ops.workspace.scratch((s.n * s.k * 2) as u64, who)?;
+                BArguments {
+                    pre_pass: Some(scratch),
+                    ..only(converted(scratch))
+                }
+            }
+            BOperand::ConvertedInGemm => {
+                let scratch = ops.workspace.scratch((s.n * s.k * 2) as u64, who)?;
+                let flags = ops.workspace.flags(conversion_flag_bytes(s), who)?;
+                let units = MatrixMap {
+                    box_rows: CONVERSION_ROWS as u32,
+                    box_cols: CONVERSION_K as u32,
+                    swizzle: TmaSwizzle::None,
+                    ..self.e4m3("B (e4m3 units)", ops.b, s.n, s.k, b_rows)
+                };
+                BArguments {
+                    units_map: Some(units),
+                    pointers: vec![scratch, flags],
+                    ints: vec![ops.workspace.epoch as i32],
+                    co_resident: true,
+                    ..only(converted(scratch))
+                }
+            }
+        })
+    }
+    // ANCHOR_END: maps
+
     fn launch(&self, func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
-        let (a_rows, b_rows) = match self.shared {
-            SharedOperand::A => (self.bm / self.cluster, self.bn),
-            SharedOperand::B => (self.bm, self.bn / self.cluster),
-        };
-        // ANCHOR: maps
-        // e4m3 tiles: `bk` bytes a row (the step's kernel: 64, with the 64-byte swizzle, conflict-free
-        // for ldmatrix and the converter); each block of a cluster loads its slice of the shared
-        // operand for both.
-        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, a_rows, self.bk, self.swizzle)?;
-        let b_map = match self.b {
-            BOperand::E4m3 => tma::matrix_2d_u8("B", ops.b, s.n, s.k, b_rows, self.bk, self.swizzle)?,
-            BOperand::Dequantized => {
-                dequantize_b(func, stream, ops)?;
-                tma::matrix_2d(
-                    "B (dequantized)",
-                    ops.workspace,
-                    s.n,
-                    s.k,
-                    b_rows,
-                    self.bk,
-                    TmaSwizzle::B128,
-                )?
-            }
-        };
-        // ANCHOR_END: maps
-        let (c_map, use_tma_store) =
-            tma::store_map_for_c_f32(ops.c, s.m, s.n, self.c_box.0, self.c_box.1, TmaSwizzle::B128)?;
-        let tiles = match self.shared {
-            SharedOperand::A => s.tiles(self.bm, self.cluster * self.bn),
-            SharedOperand::B => s.tiles(self.cluster * self.bm, self.bn),
-        };
-        let mut launch = persistent_launch(func, stream, self.threads, self.smem, self.cluster, tiles)?;
-        if self.balanced {
-            launch = balanced(launch, tiles);
+        let gemm = self.gemm();
+        let (a_rows, _) = gemm.box_rows();
+        let a_map = tensor_map(self.e4m3("A", ops.a, s.m, s.k, a_rows))?;
+        let b = self.b_operand(ops)?;
+        if let Some(scratch) = b.pre_pass {
+            dequantize_b(func, stream, ops, scratch)?;
         }
-        launch_mx_with_maps_in(
-            func,
-            stream,
-            &[a_map, b_map, c_map],
-            ops,
-            &[use_tma_store as i32],
-            launch,
-        )
+        let b_map = tensor_map(b.map)?;
+        let (c_map, use_tma_store) = store_map_for_c(MatrixMap {
+            name: "C",
+            element: TmaElement::F32,
+            address: ops.c,
+            rows: s.m,
+            cols: s.n,
+            box_rows: self.c_box.0,
+            box_cols: self.c_box.1,
+            swizzle: TmaSwizzle::B128,
+        })?;
+        let tiles = gemm.tiles(s);
+        let mut launch = if self.balanced {
+            gemm.balanced_grid(func, stream, tiles)?
+        } else {
+            gemm.grid(func, stream, tiles)?
+        };
+        if b.co_resident {
+            launch = launch.co_resident();
+        }
+        if b.pre_pass.is_some() {
+            // The GEMM starts under the pre-pass's tail (a programmatic dependent launch): its blocks
+            // set up while the last of the pre-pass's finish, and its producer waits for the
+            // converted B before its first load of it.
+            launch = launch.programmatic();
+        }
+        let mut maps = vec![a_map, b_map, c_map];
+        if let Some(units) = b.units_map {
+            maps.push(tensor_map(units)?);
+        }
+        let mut pointers = vec![ops.scale_a, ops.scale_b, ops.c];
+        pointers.extend(b.pointers);
+        let mut ints = vec![use_tma_store as i32];
+        ints.extend(b.ints);
+        launch_maps_then(func, stream, &maps, &pointers, ops, &ints, launch)
     }
 }
 
 // ANCHOR: pre_pass
 /// Enqueues `dequantize_b`, the kernel beside `gemm` in the step's module: all of B into bf16 once,
-/// into the session's scratch buffer.
-fn dequantize_b(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
-    if ops.workspace == 0 {
-        return Err(crate::error::Error::Other(
-            "step 11 needs the session's scratch buffer for the dequantized B".into(),
-        ));
-    }
+/// into `scratch` (the workspace's).
+fn dequantize_b(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands, scratch: u64) -> Result<()> {
     let s = ops.shape;
     let (rows, k) = (s.n as i32, s.k as i32);
     let mut params: [*mut std::ffi::c_void; 5] = [
         &ops.b as *const u64 as *mut _,
         &ops.scale_b as *const u64 as *mut _,
-        &ops.workspace as *const u64 as *mut _,
+        &scratch as *const u64 as *mut _,
         &rows as *const i32 as *mut _,
         &k as *const i32 as *mut _,
     ];
     let threads = (s.n * (s.k / 8)) as u64;
     let grid = threads.div_ceil(u64::from(DEQUANTIZE_THREADS)) as u32;
     // SAFETY: `dequantize_b(const u8* q, const u8* scales, bf16* out, int rows, int K)`: B is N×K bytes,
-    // its scales the blocked layout, the workspace N×K bf16.
+    // its scales the blocked layout, the scratch N×K bf16.
     unsafe { launch_sibling(func, stream, "dequantize_b", grid, DEQUANTIZE_THREADS, &mut params) }
 }
 // ANCHOR_END: pre_pass
@@ -291,25 +429,23 @@ mod fused {
             ("B_DESC", B_DESC),
         ],
         max_dynamic_smem: SMEM_BYTES,
-        launch,
+        launch: |func, stream, ops| LAUNCH.launch(func, stream, ops),
     };
 
-    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
-        HopperLaunch {
-            bm: BM,
-            bn: BN,
-            bk: BK,
-            swizzle: TmaSwizzle::B64,
-            threads: THREADS,
-            smem: SMEM_BYTES,
-            cluster: CLUSTER_N,
-            shared: SharedOperand::A,
-            c_box: (C_BOX_ROWS, C_BOX_COLS),
-            b: BOperand::E4m3,
-            balanced: false,
-        }
-        .launch(func, stream, ops)
-    }
+    /// Its launch: the step's, with this geometry.
+    const LAUNCH: HopperLaunch = HopperLaunch {
+        bm: BM,
+        bn: BN,
+        bk: BK,
+        swizzle: TmaSwizzle::B64,
+        threads: THREADS,
+        smem: SMEM_BYTES,
+        cluster: CLUSTER_N,
+        shared: SharedOperand::A,
+        c_box: (C_BOX_ROWS, C_BOX_COLS),
+        b: BOperand::E4m3,
+        balanced: false,
+    };
 }
 
 /// The step's previous design, kept as an alternative (`sm90_smem_b.cu`): a 128×256 tile, A (128 rows)
@@ -367,26 +503,93 @@ mod smem_b {
             ("B_DESC", B_DESC),
         ],
         max_dynamic_smem: SMEM_BYTES,
-        launch,
+        launch: |func, stream, ops| LAUNCH.launch(func, stream, ops),
     };
 
-    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
-        HopperLaunch {
-            bm: BM,
-            bn: BN,
-            bk: BK,
-            swizzle: TmaSwizzle::B64,
-            threads: THREADS,
-            smem: SMEM_BYTES,
-            cluster: CLUSTER_M,
-            shared: SharedOperand::B,
-            c_box: (C_BOX_ROWS, C_BOX_COLS),
-            b: BOperand::E4m3,
-            balanced: false,
-        }
-        .launch(func, stream, ops)
-    }
+    /// Its launch: the step's, with this geometry.
+    const LAUNCH: HopperLaunch = HopperLaunch {
+        bm: BM,
+        bn: BN,
+        bk: BK,
+        swizzle: TmaSwizzle::B64,
+        threads: THREADS,
+        smem: SMEM_BYTES,
+        cluster: CLUSTER_M,
+        shared: SharedOperand::B,
+        c_box: (C_BOX_ROWS, C_BOX_COLS),
+        b: BOperand::E4m3,
+        balanced: false,
+    };
 }
+
+/// The alternative "overlapped" (`sm90_overlapped.cu`): the step's kernel without the pre-pass; the
+/// producer warpgroup's three idle warps convert B into the same bf16 copy while the GEMM runs.
+mod overlapped {
+    use super::*;
+
+    pub const BM: u32 = hopper::BM;
+    pub const BN: u32 = hopper::BN;
+    pub const BK: u32 = hopper::BK;
+    pub const THREADS: u32 = hopper::THREADS;
+    pub const STAGES: u32 = hopper::STAGES;
+    /// Registers a thread after `setmaxnreg`: all that the launch's 168 a thread allow (56 + 2 · 224 =
+    /// 3 · 168); the converting warps spill at the step's 48.
+    pub const PRODUCER_REGISTERS: u32 = 56;
+    pub const CONSUMER_REGISTERS: u32 = hopper::CONSUMER_REGISTERS;
+    pub const CLUSTER_M: u32 = hopper::CLUSTER_M;
+    pub const GROUP_M: u32 = hopper::GROUP_M;
+    /// Units of B's conversion in flight per converting warp, each a slot of 32 rows × 64 e4m3 bytes
+    /// and the 512-byte scale block they lie in, with a barrier.
+    pub const UNIT_SLOTS: u32 = 4;
+    const UNIT_SLOT_BYTES: u32 = CONVERSION_ROWS as u32 * BK + 512;
+    const _: () = assert!(BK as usize == CONVERSION_K && BN as usize == PANEL_ROWS);
+    /// The step's 195 KiB, the converting warps' slots (3 × 4 × 2.5 KiB) and a barrier per slot: 225 KiB.
+    pub const SMEM_BYTES: u32 = hopper::SMEM_BYTES + 3 * UNIT_SLOTS * UNIT_SLOT_BYTES + 3 * UNIT_SLOTS * 8;
+    /// Hopper lets a block have at most 227 KiB of shared memory.
+    const _: () = assert!(SMEM_BYTES <= 227 * 1024);
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step11_mxfp8/sm90_overlapped.cu",
+        source: include_str!("sm90_overlapped.cu"),
+        targets: Targets::Hopper,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("STAGES", STAGES as u64),
+            ("CLUSTER_M", CLUSTER_M as u64),
+            ("GROUP_M", GROUP_M as u64),
+            ("PRODUCER_REGISTERS", PRODUCER_REGISTERS as u64),
+            ("CONSUMER_REGISTERS", CONSUMER_REGISTERS as u64),
+            ("UNIT_SLOTS", UNIT_SLOTS as u64),
+            ("B_DESC", hopper::B_DESC),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch: |func, stream, ops| LAUNCH.launch(func, stream, ops),
+    };
+
+    /// Its launch: the step's, with B converted in the GEMM (a cooperative grid).
+    const LAUNCH: HopperLaunch = HopperLaunch {
+        bm: BM,
+        bn: BN,
+        bk: BK,
+        swizzle: TmaSwizzle::B64,
+        threads: THREADS,
+        smem: SMEM_BYTES,
+        cluster: CLUSTER_M,
+        shared: SharedOperand::B,
+        c_box: (hopper::C_BOX_ROWS, hopper::C_BOX_COLS),
+        b: BOperand::ConvertedInGemm,
+        balanced: true,
+    };
+}
+
+const OVERLAPPED: Alternative = Alternative {
+    name: "overlapped",
+    design: "no pre-pass: the producer warpgroup's three idle warps convert B into the bf16 copy while the GEMM runs, unit by unit, and the TMA thread waits for each unit's flag",
+    kernel: overlapped::KERNEL,
+};
 
 const HOPPER: KernelFile = hopper::KERNEL;
 
@@ -460,25 +663,23 @@ mod promote {
             ("B_DESC", B_DESC),
         ],
         max_dynamic_smem: SMEM_BYTES,
-        launch,
+        launch: |func, stream, ops| LAUNCH.launch(func, stream, ops),
     };
 
-    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
-        HopperLaunch {
-            bm: BM,
-            bn: BN,
-            bk: BK,
-            swizzle: TmaSwizzle::B128,
-            threads: THREADS,
-            smem: SMEM_BYTES,
-            cluster: CLUSTER_M,
-            shared: SharedOperand::B,
-            c_box: (C_BOX_ROWS, C_BOX_COLS),
-            b: BOperand::E4m3,
-            balanced: false,
-        }
-        .launch(func, stream, ops)
-    }
+    /// Its launch: the step's, with this geometry.
+    const LAUNCH: HopperLaunch = HopperLaunch {
+        bm: BM,
+        bn: BN,
+        bk: BK,
+        swizzle: TmaSwizzle::B128,
+        threads: THREADS,
+        smem: SMEM_BYTES,
+        cluster: CLUSTER_M,
+        shared: SharedOperand::B,
+        c_box: (C_BOX_ROWS, C_BOX_COLS),
+        b: BOperand::E4m3,
+        balanced: false,
+    };
 }
 
 const PROMOTE: Alternative = Alternative {
@@ -602,19 +803,46 @@ mod blackwell {
 
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         let s = ops.shape;
-        let a_map = tma::matrix_2d_u8("A", ops.a, s.m, s.k, BM, BK, TmaSwizzle::B128)?;
-        // Each block of a pair loads half of the pair's B tile: boxes of BN / 2 rows.
-        let b_map = tma::matrix_2d_u8("B", ops.b, s.n, s.k, BN / 2, BK, TmaSwizzle::B128)?;
-        // fp32 C: 32 × 32 boxes of 128-byte rows, 128-byte swizzle; a TMA store needs N % 4 == 0.
-        let (c_map, use_tma_store) =
-            tma::store_map_for_c_f32(ops.c, s.m, s.n, C_BOX_ROWS, CHUNK_COLS, TmaSwizzle::B128)?;
         // One pair per place on the GPU, or one per tile: step 10's mechanism.
-        let tiles = s.tiles(CLUSTER_M * BM, BN);
-        let launch = persistent_launch(func, stream, THREADS, SMEM_BYTES, CLUSTER_M, tiles)?;
-        launch_mx_with_maps_in(
+        let gemm = PersistentGemm {
+            bm: BM,
+            bn: BN,
+            cluster_m: CLUSTER_M,
+            cluster_n: 1,
+            threads: THREADS,
+            smem: SMEM_BYTES,
+        };
+        // Each block of a pair loads half of the pair's B tile: boxes of BN / 2 rows.
+        let (a_rows, b_rows) = gemm.box_rows();
+        let e4m3 = |name, address, rows, box_rows| MatrixMap {
+            name,
+            element: TmaElement::U8,
+            address,
+            rows,
+            cols: s.k,
+            box_rows,
+            box_cols: BK,
+            swizzle: TmaSwizzle::B128,
+        };
+        let a_map = tensor_map(e4m3("A", ops.a, s.m, a_rows))?;
+        let b_map = tensor_map(e4m3("B", ops.b, s.n, b_rows))?;
+        // fp32 C: 32 × 32 boxes of 128-byte rows, 128-byte swizzle; a TMA store needs N % 4 == 0.
+        let (c_map, use_tma_store) = store_map_for_c(MatrixMap {
+            name: "C",
+            element: TmaElement::F32,
+            address: ops.c,
+            rows: s.m,
+            cols: s.n,
+            box_rows: C_BOX_ROWS,
+            box_cols: CHUNK_COLS,
+            swizzle: TmaSwizzle::B128,
+        })?;
+        let launch = gemm.grid(func, stream, gemm.tiles(s))?;
+        launch_maps_then(
             func,
             stream,
             &[a_map, b_map, c_map],
+            &[ops.scale_a, ops.scale_b, ops.c],
             ops,
             &[use_tma_store as i32],
             launch,
@@ -631,5 +859,119 @@ pub const STEP: Step = Step {
     predecessor: Some(10),
     format: Format::Mxfp8,
     kernels: &[HOPPER, BLACKWELL],
-    alternatives: &[FUSED, SMEM_B, PROMOTE],
+    alternatives: &[OVERLAPPED, FUSED, SMEM_B, PROMOTE],
+    workspace: Some(workspace),
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::persistent::WorkspaceView;
+
+    fn operands(shape: Shape, workspace: WorkspaceView) -> GemmOperands {
+        GemmOperands {
+            a: 0x1000,
+            b: 0x2000,
+            c: 0x3000,
+            scale_a: 0x4000,
+            scale_b: 0x5000,
+            workspace,
+            shape,
+        }
+    }
+
+    /// The session's workspace for the step at `shape`, laid out as the session lays it out.
+    fn workspace_at(shape: Shape, epoch: u32) -> WorkspaceView {
+        let need = workspace(shape, 132);
+        let (scratch_at, _) = need.layout();
+        WorkspaceView {
+            flags: 1 << 20,
+            flag_bytes: need.flag_bytes,
+            scratch: (1 << 20) + scratch_at,
+            scratch_bytes: need.scratch_bytes,
+            epoch,
+        }
+    }
+
+    #[test]
+    fn the_workspace_holds_a_flag_per_unit_and_the_converted_b() {
+        // 4096³: 128 × 64 units of 32 rows by 64 of K, a 32 KiB flag area, then 32 MiB of bf16 B.
+        let need = workspace(Shape::square(4096), 132);
+        assert_eq!(need.flag_bytes, 4 * 128 * 64);
+        assert_eq!(need.scratch_bytes, 4096 * 4096 * 2);
+        assert_eq!(need.layout().0 % 1024, 0);
+        // A ragged shape rounds the units up to whole panels of 256 rows (8 units), and K up to a
+        // whole K tile.
+        assert_eq!(conversion_flag_bytes(Shape::new(100, 33, 96)), 4 * 8 * 2);
+        assert_eq!(conversion_flag_bytes(Shape::new(100, 300, 64)), 4 * 16);
+    }
+
+    /// Each way of getting B hands the kernel what its signature says, from the session's workspace,
+    /// and a workspace too small is refused in one line before any launch.
+    #[test]
+    fn each_b_operand_passes_its_arguments() {
+        let shape = Shape::new(512, 384, 256);
+        let view = workspace_at(shape, 9);
+        let ops = operands(shape, view);
+        let mut launch = hopper_launch_for_tests();
+        let got = launch.b_operand(&ops).unwrap();
+        assert_eq!((got.map.address, got.map.element), (ops.b, TmaElement::U8));
+        assert_eq!((got.pointers, got.ints, got.pre_pass), (vec![], vec![], None));
+
+        launch.b = BOperand::Dequantized;
+        let got = launch.b_operand(&ops).unwrap();
+        let map = got.map;
+        assert_eq!(
+            (map.address, map.element, map.swizzle),
+            (view.scratch, TmaElement::Bf16, TmaSwizzle::B128)
+        );
+        assert_eq!(
+            (got.pointers, got.ints, got.pre_pass, got.co_resident),
+            (vec![], vec![], Some(view.scratch), false)
+        );
+
+        launch.b = BOperand::ConvertedInGemm;
+        let got = launch.b_operand(&ops).unwrap();
+        assert_eq!(
+            (got.map.address, got.map.box_rows, got.map.box_cols),
+            (view.scratch, 128, 64)
+        );
+        let units = got.units_map.expect("the converting kernel reads B's e4m3 units");
+        assert_eq!(
+            (
+                units.address,
+                units.element,
+                units.box_rows,
+                units.box_cols,
+                units.swizzle
+            ),
+            (ops.b, TmaElement::U8, 32, 64, TmaSwizzle::None)
+        );
+        assert_eq!(got.pointers, vec![view.scratch, view.flags]);
+        assert_eq!((got.ints, got.pre_pass, got.co_resident), (vec![9], None, true));
+
+        // A workspace sized for a smaller shape is refused, naming who needed it.
+        let small = operands(Shape::new(512, 384, 512), view);
+        let refused = launch.b_operand(&small).unwrap_err().to_string();
+        assert!(
+            refused.contains("step 11's converted B needs") && !refused.contains('\n'),
+            "{refused}"
+        );
+    }
+
+    fn hopper_launch_for_tests() -> HopperLaunch {
+        HopperLaunch {
+            bm: 128,
+            bn: 256,
+            bk: 64,
+            swizzle: TmaSwizzle::B64,
+            threads: 384,
+            smem: 0,
+            cluster: 2,
+            shared: SharedOperand::B,
+            c_box: (64, 32),
+            b: BOperand::E4m3,
+            balanced: true,
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! Step 11's additions to the session: the MXFP8 inputs (quantized once, uploaded in copies), the
-//! fp32 output, the checks of an MXFP8 step and its baselines (cuBLAS bf16 and fp32-out on the
-//! dequantized operands, "dequantize, then cuBLAS bf16", cuBLASLt fp8 tensorwise).
+//! fp32 output, the checks of an MXFP8 step and its baselines (cuBLAS writing fp32 C and bf16 C on the
+//! dequantized operands, "dequantize, then cuBLAS (fp32 C)", cuBLASLt fp8 tensorwise).
 
 use super::{load_file, ptr, Session, StepTiming};
 use crate::check::mx::{self, MxInputs};
@@ -35,11 +35,9 @@ pub(super) struct MxState {
     b_bf16: Vec<CudaSlice<u16>>,
     /// fp32 `C`: the MXFP8 steps', cuBLAS fp32-out's and cuBLASLt fp8's output.
     c: CudaSlice<f32>,
-    /// Where the "dequantize, then cuBLAS bf16" baseline dequantizes to (never read back).
+    /// Where the "dequantize, then cuBLAS (fp32 C)" baseline dequantizes to (never read back).
     staging_a: CudaSlice<u16>,
     staging_b: CudaSlice<u16>,
-    /// An MXFP8 step's scratch: room for one N×K bf16 operand ([`GemmOperands::workspace`]).
-    workspace: CudaSlice<u16>,
     /// MXFP8 steps' outputs, and bf16 steps' outputs on the dequantized operands.
     outputs: HashMap<u8, Vec<f32>>,
     bf16_outputs: HashMap<u8, Vec<bf16>>,
@@ -76,8 +74,9 @@ fn replicate<T: cudarc::driver::DeviceRepr>(
 /// Step 11: the MXFP8 problem, its checks and its baselines.
 impl Session {
     /// Quantizes the inputs (on the CPU, [`MxInputs::from_inputs`]) and uploads the e4m3 bytes, the
-    /// blocked scales and the dequantized bf16 operands, once. The shape must satisfy the MX rule.
-    pub(super) fn ensure_mx(&mut self) -> Result<()> {
+    /// blocked scales and the dequantized bf16 operands, once: copies, no kernel. The shape must
+    /// satisfy the MX rule.
+    pub fn ensure_mx(&mut self) -> Result<()> {
         if self.mx.is_some() {
             return Ok(());
         }
@@ -108,8 +107,6 @@ impl Session {
             unsafe { gpu.stream.alloc::<u16>(len) }.map_err(Error::cuda(format!("allocating {what}")))
         };
         let (staging_a, staging_b) = (alloc(m * k, "dequantize A")?, alloc(n * k, "dequantize B")?);
-        // Written by a step before it reads it, within one launch of the step.
-        let workspace = alloc(n * k, "the MXFP8 steps' scratch")?;
         // SAFETY: poisoned before every use that is read back.
         let c = unsafe { gpu.stream.alloc::<f32>(m * n) }.map_err(Error::cuda("allocating fp32 C"))?;
         self.mx = Some(MxState {
@@ -123,7 +120,6 @@ impl Session {
             c,
             staging_a,
             staging_b,
-            workspace,
             outputs: HashMap::new(),
             bf16_outputs: HashMap::new(),
             cublas_bf16: None,
@@ -152,7 +148,7 @@ impl Session {
             c: ptr(&mx.c, &self.gpu),
             scale_a: ptr(&mx.scale_a[set], &self.gpu),
             scale_b: ptr(&mx.scale_b[set], &self.gpu),
-            workspace: ptr(&mx.workspace, &self.gpu),
+            workspace: self.workspace.next_launch(&self.gpu.stream),
             shape: self.shape,
         })
     }
@@ -167,9 +163,17 @@ impl Session {
             c: ptr(&self.c, &self.gpu),
             scale_a: 0,
             scale_b: 0,
-            workspace: 0,
+            workspace: self.workspace.next_launch(&self.gpu.stream),
             shape: self.shape,
         })
+    }
+
+    /// Enqueues cuBLAS on the dequantized MXFP8 inputs of set `set` writing fp32 C, as an MXFP8 step
+    /// does: its like-for-like baseline ([`crate::run::results::Baseline::CublasF32C`]).
+    pub fn launch_cublas_f32_c_dequantized(&self, set: usize) -> Result<()> {
+        let ops = self.dequantized_operands(set)?;
+        let c32 = ptr(&self.mx_state()?.c, &self.gpu);
+        self.cublas.gemm_bf16_f32_out(ops.a, ops.b, c32, self.shape)
     }
 
     fn poison_c_f32(&self) -> Result<()> {
@@ -209,6 +213,7 @@ impl Session {
     /// tests feed the checker deliberately wrong MX kernels with it).
     pub fn run_mx_function(&mut self, function: &CudaFunction, launch: LaunchFn, what: &str) -> Result<Vec<f32>> {
         self.ensure_mx()?;
+        self.ensure_workspace_for(Format::Mxfp8)?;
         self.poison_c_f32()?;
         let ops = self.mx_operands(0)?;
         launch(function, &self.gpu.stream, &ops)?;
@@ -355,11 +360,11 @@ impl Session {
         Ok(())
     }
 
-    /// Times MXFP8 step `id` in one alternating loop with its baselines: cuBLAS bf16 on the
-    /// dequantized operands (the ratio `ratio_bf16` is to this one), "dequantize, then cuBLAS bf16"
-    /// (the dequantize kernel on A and on B, then cuBLAS bf16, timed together as one contender), and
-    /// cuBLASLt fp8 tensorwise on the same e4m3 bytes with tensor scales of 1 (fp32 `C`), when
-    /// cuBLASLt serves the shape.
+    /// Times MXFP8 step `id` in one alternating loop with its baselines: cuBLAS on the dequantized
+    /// operands writing fp32 C, as the step does (the headline: [`crate::run::results::Baseline::CublasF32C`]), the same
+    /// writing bf16 C (`ratio_bf16` is to this one), "dequantize, then cuBLAS (fp32 C)" (the dequantize
+    /// kernel on A and on B, then cuBLAS, timed together as one contender), and cuBLASLt fp8
+    /// tensorwise on the same e4m3 bytes with tensor scales of 1, when cuBLASLt serves the shape.
     pub(super) fn time_mx_step(&mut self, id: u8, iters: Option<u32>) -> Result<StepTiming> {
         self.ensure_mx_baselines()?;
         let what = self.kernel(id)?.step.binary();
@@ -371,17 +376,19 @@ impl Session {
             Ok(fp8) => Ok(fp8),
             Err(why) => Err(why.clone()),
         };
+        let c32 = ptr(&mx.c, &this.gpu);
         let mut step = |i: usize| this.launch(id, i);
-        let mut bf16 = |i: usize| {
+        let mut f32_c = |i: usize| this.launch_cublas_f32_c_dequantized(i);
+        let mut bf16_c = |i: usize| {
             let ops = this.dequantized_operands(i)?;
             this.cublas.gemm_bf16(ops.a, ops.b, ops.c, shape)
         };
-        let mut dequantize_then_bf16 = |i: usize| {
+        let mut dequantize_then_cublas = |i: usize| {
             let ops = this.mx_operands(i)?;
             let (a, b) = (ptr(&mx.staging_a, &this.gpu), ptr(&mx.staging_b, &this.gpu));
             launch_dequantize(dequantize, &this.gpu.stream, ops.a, ops.scale_a, a, shape.m, shape.k)?;
             launch_dequantize(dequantize, &this.gpu.stream, ops.b, ops.scale_b, b, shape.n, shape.k)?;
-            this.cublas.gemm_bf16(a, b, ptr(&this.c, &this.gpu), shape)
+            this.cublas.gemm_bf16_f32_out(a, b, c32, shape)
         };
         let mut tensorwise = |i: usize| {
             let ops = this.mx_operands(i)?;
@@ -397,12 +404,16 @@ impl Session {
                 launch: &mut step,
             },
             Contender {
-                name: "cuBLAS bf16 (dequantized)",
-                launch: &mut bf16,
+                name: "cuBLAS (fp32 C, dequantized)",
+                launch: &mut f32_c,
             },
             Contender {
-                name: "dequantize + cuBLAS bf16",
-                launch: &mut dequantize_then_bf16,
+                name: "cuBLAS (bf16 C, dequantized)",
+                launch: &mut bf16_c,
+            },
+            Contender {
+                name: "dequantize + cuBLAS (fp32 C)",
+                launch: &mut dequantize_then_cublas,
             },
         ];
         if fp8.is_ok() {
@@ -418,15 +429,19 @@ impl Session {
         let mut timings = measured.timings;
         let alternative_timings = timings.split_off(timings.len() - alternatives.len());
         let mut timings = timings.into_iter();
-        let (Some(step), Some(cublas_bf16), Some(dequantized)) = (timings.next(), timings.next(), timings.next())
+        let (Some(step), Some(cublas_f32_c), Some(cublas_bf16), Some(dequantized)) =
+            (timings.next(), timings.next(), timings.next(), timings.next())
         else {
             return Err(Error::Other(format!("{what}: the timing loop lost a contender")));
         };
         let fp8_timing = timings.next();
         let baselines = MxBaselines {
             quantizer: MxBaselines::QUANTIZER.to_string(),
-            ratio_dequantize_then_cublas_bf16: step.tflops / dequantized.tflops,
-            dequantize_then_cublas_bf16: dequantized,
+            ratio_cublas_f32_c: Some(step.tflops / cublas_f32_c.tflops),
+            cublas_f32_c: Some(cublas_f32_c),
+            ratio_dequantize_then_cublas: step.tflops / dequantized.tflops,
+            dequantize_then_cublas: dequantized,
+            dequantize_then_cublas_output: "fp32".to_string(),
             ratio_cublaslt_fp8_tensorwise: fp8_timing.as_ref().map(|t| step.tflops / t.tflops),
             cublaslt_fp8_tensorwise: fp8_timing,
             cublaslt_fp8_output: fp8.as_ref().map(|f| f.output.name()).unwrap_or("none").to_string(),
@@ -445,7 +460,7 @@ impl Session {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The dequantize kernel (the "dequantize, then cuBLAS bf16" baseline)
+// The dequantize kernel (the "dequantize, then cuBLAS (fp32 C)" baseline)
 // ---------------------------------------------------------------------------------------------
 
 /// `shared/check/mx_dequant.cu` (beside the quantizer it inverts): e4m3 + blocked e8m0 → bf16, one pass over one operand. Not a GEMM: it is
