@@ -738,14 +738,13 @@ mod tests {
         // The same kernel again replaces it without keeping it.
         file.merge(std::slice::from_ref(&old));
         assert!(file.superseded.is_empty());
-        // The step's kernel as it is now (record_of's hash) replaces the old one, which is marked as
-        // measured on another source.
-        let new = profiled(11, "mxfp8", true);
+        let mut new = profiled(11, "mxfp8", true);
+        new.source_hash = Some("fnv1a64:new".into());
         file.merge(std::slice::from_ref(&new));
         assert_eq!(file.superseded.len(), 1);
         let text = evidence_table(std::slice::from_ref(&file), 11);
         assert!(
-            text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) † | 11 mxfp8 |"),
+            text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) | 11 mxfp8 |"),
             "{text}"
         );
         // An unprofiled record replaced is not kept: nothing to show.
