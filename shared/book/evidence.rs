@@ -743,8 +743,9 @@ mod tests {
         file.merge(std::slice::from_ref(&new));
         assert_eq!(file.superseded.len(), 1);
         let text = evidence_table(std::slice::from_ref(&file), 11);
+        // (Both step-11 columns carry the mark of a source other than the one shown: made-up hashes.)
         assert!(
-            text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) | 11 mxfp8 |"),
+            text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) † | 11 mxfp8 † |"),
             "{text}"
         );
         // An unprofiled record replaced is not kept: nothing to show.

@@ -290,7 +290,7 @@ fn draw_ladder(
             .pos(Pos::new(HPos::Center, VPos::Top)),
     ))?;
     let subtitle = format!(
-        "C = A·Bᵀ, bf16 in, fp32 accumulate · median of timed runs · each step beside cuBLAS from its own loop · {}",
+        "C = A·Bᵀ, bf16 in (MXFP8 in for step 11), fp32 accumulate · median of timed runs · each step beside cuBLAS from its own loop · {}",
         if data.last_date.is_empty() {
             "no square runs yet"
         } else {

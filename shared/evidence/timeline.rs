@@ -336,12 +336,18 @@ impl Summary {
     pub fn consumer_time(&self) -> String {
         let pc = |share: f64| format!("{:.0}%", 100.0 * share);
         if self.consumer_convert_share > 0.0 {
+            // A kernel whose consumers never meet at a barrier (step 11's now) has no such share to
+            // report: the clause is left out rather than printed as 0%.
+            let barrier = if self.consumer_barrier_share > 0.0 {
+                format!(", {} at the consumers' barrier", pc(self.consumer_barrier_share))
+            } else {
+                String::new()
+            };
             format!(
-                "{} of their time converting the next K tile, {} waiting for their MMAs, {} for the next stage, {} at the consumers' barrier and {} in epilogues",
+                "{} of their time converting the next K tile, {} waiting for their MMAs, {} for the next stage{barrier} and {} in epilogues",
                 pc(self.consumer_convert_share),
                 pc(self.consumer_mma_wait_share),
                 pc(self.consumer_stage_wait_share),
-                pc(self.consumer_barrier_share),
                 pc(self.consumer_epilogue_share),
             )
         } else {

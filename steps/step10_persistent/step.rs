@@ -300,8 +300,9 @@ mod hopper {
     impl Decomposition {
         /// The decomposition of `tiles` tiles of `k_tiles` K tiles each over at most `fit` clusters.
         /// The tiles of the last, partial wave (all of them, if there are fewer tiles than
-        /// clusters) are shared out by K tiles, in runs of at least `min_run` K tiles, when the
-        /// model says it saves more than its fixups cost; otherwise every tile is whole.
+        /// clusters) are shared out by K tiles, in equal runs over as many clusters as the model finds
+        /// cheapest (each run's K tiles plus a fixup per partial), when that costs less than a turn
+        /// of whole tiles; otherwise every tile is whole.
         pub fn choose(tiles: u32, k_tiles: u32, fit: u32, stream_k: bool) -> Decomposition {
             // Whole tiles on as few clusters as take the same number of turns as all `fit` would
             // (`persistent::balanced`): the idle SMs' power is clock for the others under the power limit.
