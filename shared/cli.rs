@@ -5,7 +5,7 @@ use crate::device::arch::Arch;
 use crate::device::gpu::Gpu;
 use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
-use crate::run::registry::{KernelFile, Step};
+use crate::run::registry::{self, KernelFile, Step, Twin};
 use crate::run::results::StepRecord;
 use crate::run::session::{RunOptions, Session};
 use crate::{book, device::libs, run::report, run::results, run::steps};
@@ -67,6 +67,11 @@ pub struct CommonArgs {
     /// compare across runs and kernels. The record says which.
     #[arg(long, value_enum, default_value = "none", requires = "profile")]
     pub clock_control: crate::evidence::ClockControl,
+    /// Steps 04–11: which twin of the step's kernel to run (and verify against the same twin's
+    /// previous step): hopper (sm90.cu), sm80 (sm80.cu, any GPU of compute capability 8.0 or newer,
+    /// H100 and H200 included) or blackwell (sm100.cu). Default: the GPU's own, sm80 on 8.x and 12.x.
+    #[arg(long, value_enum)]
+    pub twin: Option<Twin>,
 }
 
 #[derive(Debug, Parser)]
@@ -246,9 +251,14 @@ impl CommonArgs {
 
 /// `--emit`: compiles the step's kernel (or its alternative `alternative`) for the chosen architecture
 /// and prints PTX or SASS.
-fn emit(step: &Step, what: Emit, arch: Option<&str>, alternative: Option<&str>) -> Result<()> {
+fn emit(step: &Step, what: Emit, arch: Option<&str>, alternative: Option<&str>, twin: Option<Twin>) -> Result<()> {
     let files: Vec<&KernelFile> = match alternative {
-        None => step.kernels.iter().collect(),
+        None => match twin.filter(|_| step.has_twins()) {
+            None => step.kernels.iter().collect(),
+            Some(twin) => vec![step
+                .file_of_twin(twin)
+                .ok_or_else(|| Error::Usage(format!("{} has no kernel of the {} twin", step.binary(), twin.name())))?],
+        },
         Some(name) => {
             let found = step.alternatives.iter().find(|a| a.name == name).ok_or_else(|| {
                 let known: Vec<&str> = step.alternatives.iter().map(|a| a.name).collect();
@@ -348,8 +358,15 @@ pub fn step_main(id: u8) -> Result<()> {
     let args = StepArgs::parse();
     args.check()?;
     let step = steps::get(id)?;
+    registry::choose_twin(args.common.twin);
     if let Some(what) = args.emit {
-        return emit(step, what, args.arch.as_deref(), args.alternative.as_deref());
+        return emit(
+            step,
+            what,
+            args.arch.as_deref(),
+            args.alternative.as_deref(),
+            args.common.twin,
+        );
     }
     let shapes = if args.common.sweep {
         crate::run::sweep::SHAPES.to_vec()
@@ -362,8 +379,14 @@ pub fn step_main(id: u8) -> Result<()> {
     args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
     let gpu = open_for_running()?;
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
+    // The step's title is its lesson as the texts teach it; a chosen twin says which file runs.
+    let kernel = step
+        .kernel_for_device(gpu.major, gpu.minor)
+        .filter(|_| args.common.twin.is_some() && step.has_twins())
+        .map(|k| format!(" [{}]", k.path))
+        .unwrap_or_default();
     println!(
-        "{}: {} — seed {seed} (repeat with --seed {seed})",
+        "{}{kernel}: {} — seed {seed} (repeat with --seed {seed})",
         step.binary(),
         step.title
     );
@@ -439,6 +462,7 @@ pub fn ladder_main() -> Result<()> {
     }
     let args = LadderArgs::parse();
     args.check()?;
+    registry::choose_twin(args.common.twin);
     let book_dir = args.common.book_dir();
     if args.book_only {
         return build_book(book_dir);
@@ -736,7 +760,19 @@ mod tests {
     }
 
     #[test]
+    fn twin_parses_on_steps_and_the_ladder() {
+        assert_eq!(step_args(&["--twin", "sm80"]).common.twin, Some(Twin::Sm80));
+        assert_eq!(step_args(&[]).common.twin, None);
+        assert_eq!(
+            ladder_args(&["--twin", "hopper"]).unwrap().common.twin,
+            Some(Twin::Hopper)
+        );
+        assert!(StepArgs::try_parse_from(["step04", "--twin", "ampere-ish"]).is_err());
+    }
+
+    #[test]
     fn the_top_step_is_the_highest_with_a_kernel_for_the_gpu() {
+        use crate::run::registry::Targets;
         let hopper = top_step(9, 0).unwrap();
         assert_eq!(
             Some(hopper.id),
@@ -747,8 +783,20 @@ mod tests {
                 .map(|s| s.id)
         );
         assert!(hopper.id >= 10, "{}", hopper.binary());
-        // An Ampere GPU has the CUDA-core steps only.
-        assert_eq!(top_step(8, 0).map(|s| s.id), Some(3));
+        // An Ampere GPU has the CUDA-core steps and the sm80 twins: its top step is the highest with
+        // either, and at least step 07 (issue 26's half of the ladder).
+        let ampere_top = steps::ALL
+            .iter()
+            .rev()
+            .find(|s| {
+                s.kernels
+                    .iter()
+                    .any(|k| matches!(k.targets, Targets::AnyGpu | Targets::Ampere))
+            })
+            .map(|s| s.id);
+        assert_eq!(top_step(8, 0).map(|s| s.id), ampere_top);
+        assert_eq!(top_step(12, 0).map(|s| s.id), ampere_top);
+        assert!(ampere_top >= Some(7));
         assert!(top_step(7, 5).is_none());
     }
 

@@ -271,6 +271,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         mx: None,
         plan: None,
         alternatives: Vec::new(),
+        mma_sync_ceiling: None,
     };
     let file = ResultsFile {
         device: DeviceInfo {

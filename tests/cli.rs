@@ -111,9 +111,16 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
     refused(&run("step05", &["--iters", "0"]), &["--iters", "0"]);
     refused(&run("ladder", &["--iters", "0", "--no-book"]), &["--iters", "0"]);
     refused(&run("exercise", &["check", "01.1", "--iters", "0"]), &["--iters", "0"]);
-    // An architecture none of the step's kernels is for: which ones they are for.
-    let out = run("step05", &["--emit", "ptx", "--arch", "sm80"]);
-    refused(&out, &["step05 has no kernel for --arch sm_80", "sm_90a", "sm_100a"]);
+    // An architecture none of the step's kernels is for: which ones they are for. Step 11 has no sm80
+    // twin (yet); step 05's Hopper twin, asked for by --twin, is not for sm_80 either.
+    let out = run("step11", &["--emit", "ptx", "--arch", "sm80"]);
+    refused(&out, &["step11 has no kernel for --arch sm_80", "sm_90a", "sm_100a"]);
+    let twin = run("step05", &["--emit", "ptx", "--twin", "hopper", "--arch", "sm80"]);
+    refused(&twin, &["step05 has no kernel for --arch sm_80", "sm_90a"]);
+    refused(
+        &run("step11", &["--emit", "ptx", "--twin", "sm80"]),
+        &["step11 has no kernel of the sm80 twin"],
+    );
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).lines().count(),
         1,
@@ -222,6 +229,18 @@ fn portable_steps_emit_for_sm90a_and_sm100a() -> Ran {
         assert!(
             String::from_utf8_lossy(&out.stdout).contains(target),
             "{arch}: {}",
+            said(&out)
+        );
+    }
+    // A step's sm80 twin, for a student's GPU: mma.sync, nothing of Hopper's; without --twin the
+    // first of the step's files that compiles for the arch is the twin too.
+    for args in [&["--twin", "sm80", "--arch", "sm86"][..], &["--arch", "sm86"]] {
+        let out = run("step05", &[&["--emit", "ptx"][..], args].concat());
+        let ptx = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", said(&out));
+        assert!(
+            ptx.contains(".target sm_86") && ptx.contains("mma.sync.aligned.m16n8k16") && !ptx.contains("wgmma"),
+            "{args:?}: {}",
             said(&out)
         );
     }

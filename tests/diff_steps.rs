@@ -1,5 +1,6 @@
 //! `scripts/diff-steps NN MM`, the README's way to see the lesson between two steps: the diff of their
-//! Hopper kernels (`kernel.cu` for steps 01–03, `sm90.cu` after), or one line and a non-zero exit.
+//! Hopper kernels (`kernel.cu` for steps 01–03, `sm90.cu` after) or, with `--twin sm80`, their sm80
+//! twins (`sm80.cu`), or one line and a non-zero exit.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -17,16 +18,27 @@ fn diff_steps(args: &[&str]) -> Output {
 fn shows_the_diff_of_two_steps_hopper_kernels() {
     for (args, old, new) in [
         (
-            ["08", "09"],
+            ["08", "09", "", ""],
             "steps/step08_pipeline/sm90.cu",
             "steps/step09_epilogue_double_buffer/sm90.cu",
         ),
         (
-            ["3", "4"],
+            ["3", "4", "", ""],
             "steps/step03_register_tiling/kernel.cu",
             "steps/step04_tma_mma/sm90.cu",
         ),
+        (
+            ["04", "05", "--twin", "sm80"],
+            "steps/step04_tma_mma/sm80.cu",
+            "steps/step05_swizzle128/sm80.cu",
+        ),
+        (
+            ["3", "4", "--twin", "sm80"],
+            "steps/step03_register_tiling/kernel.cu",
+            "steps/step04_tma_mma/sm80.cu",
+        ),
     ] {
+        let args: Vec<&str> = args.into_iter().filter(|a| !a.is_empty()).collect();
         let out = diff_steps(&args);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -43,7 +55,13 @@ fn shows_the_diff_of_two_steps_hopper_kernels() {
 
 #[test]
 fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
-    for args in [&["12", "3"][..], &["x", "3"], &["08"], &["0", "1"]] {
+    for args in [
+        &["12", "3"][..],
+        &["x", "3"],
+        &["08"],
+        &["0", "1"],
+        &["04", "05", "--twin", "ampere"],
+    ] {
         let out = diff_steps(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -34,7 +34,7 @@ use gemm_ladder::device::nvrtc::{self, Output};
 use gemm_ladder::error::Error;
 use gemm_ladder::run::edit::Edit;
 use gemm_ladder::run::exercise::{self, Exercise, Kind};
-use gemm_ladder::run::registry::{KernelFile, Targets};
+use gemm_ladder::run::registry::{KernelFile, Targets, Twin};
 use gemm_ladder::run::steps;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -121,6 +121,7 @@ fn an_edit_that_does_not_match_once_is_an_error_naming_the_exercise() {
         let stale = Exercise {
             id: "01.9",
             step: template.step,
+            targets: template.targets,
             kind: template.kind,
             title: "A stale edit",
             name: "a_stale_edit",
@@ -142,7 +143,7 @@ fn starters_change_the_kernel_and_mark_where_the_work_is() {
     for ex in exercise::all() {
         let kernel = ex.kernel();
         assert!(
-            kernel.targets == Targets::Hopper || kernel.targets == Targets::AnyGpu,
+            matches!(kernel.targets, Targets::Hopper | Targets::AnyGpu | Targets::Ampere),
             "{}: the exercise replaces {}",
             ex.id,
             kernel.path
@@ -381,6 +382,46 @@ fn start_and_reset_write_the_starter_made_from_the_current_kernel() {
     assert!(out.status.success(), "{}", said(&out));
 }
 
+/// `--twin sm80` limits `list` and the choice of the next exercise to the sm80 twin's exercises and
+/// steps 01–03's, which every twin shares; `list` names each exercise's twin.
+fn twin_limits_the_list_and_the_next_exercise() {
+    let class = Classroom::new();
+    let out = class.run(&["list", "--twin", "sm80"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut sm80 = 0;
+    for ex in exercise::all() {
+        let row = text.lines().find(|l| l.contains(&format!(" {} ", ex.id)));
+        match ex.targets.twin() {
+            None => assert!(row.is_some(), "{}: missing from\n{text}", ex.id),
+            Some(Twin::Sm80) => {
+                let row = row.unwrap_or_else(|| panic!("{}: missing from\n{text}", ex.id));
+                assert!(row.contains(" sm80 ") && row.contains(" sm_80+ "), "{row}");
+                sm80 += 1;
+            }
+            Some(_) => assert!(row.is_none(), "{}: listed under --twin sm80:\n{text}", ex.id),
+        }
+    }
+    assert!(
+        sm80 >= 8,
+        "issue 26 adds two sm80 exercises to each of steps 04–07: {sm80}"
+    );
+    let shared: Vec<&str> = exercise::all()
+        .filter(|e| e.targets.twin().is_none())
+        .map(|e| e.id)
+        .collect();
+    class.mark_passed(&shared);
+    let first = exercise::all()
+        .find(|e| e.targets == Targets::Ampere)
+        .expect("an sm80 exercise");
+    let out = class.run(&["--twin", "sm80"]);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with(&format!("exercise {} ", first.id)),
+        "{}",
+        said(&out)
+    );
+}
+
 fn the_binary_reports_a_gap_at_file_and_line_and_counts_hints() -> Ran {
     common::nvrtc()?;
     let class = Classroom::new();
@@ -593,7 +634,10 @@ fn list_fits_100_columns_and_marks_what_completes_without_a_gpu() -> Ran {
             "{}: the \"runs on\" column: {row}",
             ex.id
         );
-        let gpus = if ex.step <= 3 { " sm_80+ " } else { " sm_90a " };
+        let gpus = match ex.targets {
+            Targets::AnyGpu | Targets::Ampere => " sm_80+ ",
+            _ => " sm_90a ",
+        };
         assert!(row.contains(gpus), "{}: the \"runs on\" column: {row}", ex.id);
     }
     assert!(
@@ -983,6 +1027,7 @@ fn report_csv_parses_back_names_the_student_and_merges_a_class() -> Ran {
     Ok(())
 }
 common::harness::tests!(
+    twin_limits_the_list_and_the_next_exercise,
     there_are_exercises_of_every_kind_in_steps_01_to_05,
     every_exercise_s_edits_match_the_current_kernel_exactly_once,
     an_edit_that_does_not_match_once_is_an_error_naming_the_exercise,

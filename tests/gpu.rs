@@ -14,28 +14,6 @@ use std::sync::Mutex;
 /// One GPU test at a time: they share the device and its memory.
 static GPU: Mutex<()> = Mutex::new(());
 
-/// Shapes no tile divides: M and N off every tile edge, K a multiple of 8 but not of any K tile.
-/// The cluster steps (07–10, two 128-row blocks along M) pair the 128-row tiles in clusters, so
-/// where M spans an odd number of 128-row tiles (M ≤ 128, or 256 < M ≤ 384, ...) the last cluster's
-/// second block lies wholly below C. N % 8 ≠ 0 takes the direct-store fallback instead of the TMA
-/// store; both meet the M edge, and both appear with N > 256 (more than one 256-column tile).
-const RAGGED: &[Shape] = &[
-    // One element; a lone block beside an empty peer.
-    Shape::new(1, 1, 8),
-    // Empty peer; direct stores, odd N.
-    Shape::new(97, 131, 72),
-    // Empty peer; direct stores (odd N) in a second 256-column tile; 5 K tiles, more than any ring.
-    Shape::new(100, 263, 264),
-    // Empty peer (3 M tiles); direct stores; a long K.
-    Shape::new(257, 255, 4104),
-    // Empty peer (3 M tiles); TMA stores, partial boxes on the M and N edges; 4 K tiles.
-    Shape::new(300, 520, 200),
-    // Even M tiles; direct stores (even N) in 5 tiles of 256 columns.
-    Shape::new(1000, 1030, 136),
-    // Empty peer (33 M tiles); direct stores, odd N.
-    Shape::new(4099, 129, 520),
-];
-
 fn every_step_is_verified_at_square_and_ragged_shapes() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
     let mut gpu = common::gpu()?;
@@ -44,7 +22,7 @@ fn every_step_is_verified_at_square_and_ragged_shapes() -> Ran {
         iters: None,
     };
     let mut shapes = vec![Shape::square(512), Shape::square(1024)];
-    shapes.extend_from_slice(RAGGED);
+    shapes.extend_from_slice(common::RAGGED);
     for (i, &shape) in shapes.iter().enumerate() {
         let mut session = Session::new(gpu, shape, 1000 + i as u64).unwrap_or_else(|e| panic!("{e}"));
         for step in steps::ALL {

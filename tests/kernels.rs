@@ -9,7 +9,7 @@ use common::Ran;
 use gemm_ladder::device::arch::Arch;
 use gemm_ladder::device::nvrtc::{self, Output};
 use gemm_ladder::error::Error;
-use gemm_ladder::run::registry::{KernelFile, Targets};
+use gemm_ladder::run::registry::{KernelFile, Targets, Twin};
 use gemm_ladder::run::steps;
 
 /// Kernels allowed to spill, each with the most bytes it may spill and why. A step's own kernels do
@@ -323,7 +323,89 @@ fn timeline_stamps_are_only_in_the_instrumented_build() -> Ran {
     Ok(())
 }
 
+/// Issue 26's sm80 twins: steps 04–07 each have one, it is claimed (so compiled and assembled above)
+/// for every family a student's GPU may be, A100 to RTX 50, and its shared memory fits the 99 KiB a
+/// block gets on RTX 40/50 and L4 parts.
+fn every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib() {
+    let students = [
+        Arch::new(8, 0, false),
+        Arch::new(8, 6, false),
+        Arch::new(8, 9, false),
+        Arch::new(9, 0, false),
+        Arch::new(12, 0, false),
+    ];
+    for id in 4..=7u8 {
+        let step = steps::get(id).unwrap();
+        let file = step
+            .file_of_twin(Twin::Sm80)
+            .unwrap_or_else(|| panic!("step{id:02} has no sm80 twin"));
+        assert!(file.path.ends_with("/sm80.cu"), "{}", file.path);
+        for arch in students {
+            assert!(file.targets.claimed_archs().contains(&arch), "{}: {arch}", file.path);
+        }
+        assert!(
+            file.max_dynamic_smem <= 99 * 1024,
+            "{} asks for {} bytes of shared memory",
+            file.path,
+            file.max_dynamic_smem
+        );
+        // Listed after the Hopper and Blackwell files, so that those GPUs keep their own.
+        assert_eq!(step.kernels.last().map(|k| k.path), Some(file.path));
+    }
+}
+
+/// Which kernel a GPU gets: its own twin by default (sm80 on 8.x and 12.x), `--twin` overriding,
+/// steps 01–03 the same one file under any twin, and nothing for a twin a step lacks or a GPU older
+/// than sm_80.
+fn each_gpu_gets_its_own_twin_unless_another_is_chosen() {
+    let path = |id: u8, cc: (u32, u32), twin: Option<Twin>| {
+        steps::get(id)
+            .unwrap()
+            .kernel_of_twin(cc.0, cc.1, twin)
+            .map(|k| k.path.rsplit('/').next().unwrap().to_string())
+    };
+    let name = |n: &str| Some(n.to_string());
+    assert_eq!(path(4, (9, 0), None), name("sm90.cu"));
+    assert_eq!(path(4, (10, 0), None), name("sm100.cu"));
+    for cc in [(8, 0), (8, 6), (8, 9), (12, 0), (12, 1)] {
+        assert_eq!(path(7, cc, None), name("sm80.cu"), "{cc:?}");
+        assert_eq!(path(7, cc, Some(Twin::Hopper)), None, "{cc:?}");
+    }
+    assert_eq!(path(7, (9, 0), Some(Twin::Sm80)), name("sm80.cu"));
+    assert_eq!(path(3, (9, 0), Some(Twin::Sm80)), name("kernel.cu"));
+    assert_eq!(path(4, (7, 5), Some(Twin::Sm80)), None);
+    assert_eq!(path(4, (7, 5), None), None);
+    assert_eq!(
+        Twin::of_kernel_path("steps/step05_swizzle128/sm80.cu"),
+        Some(Twin::Sm80)
+    );
+    assert_eq!(
+        Twin::of_kernel_path("steps/step11_mxfp8/sm90_promote.cu"),
+        Some(Twin::Hopper)
+    );
+    assert_eq!(Twin::of_kernel_path("steps/step01_naive/kernel.cu"), None);
+    // The refusal on a T4 names what the step needs, in one line.
+    let needs = steps::get(4).unwrap().needs();
+    assert!(needs.contains("8.0 or newer") && !needs.contains('\n'), "{needs}");
+}
+
+/// The `mma.sync` ceiling kernels assemble for every GPU the sm80 twins serve, with no spills.
+fn the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus() -> Ran {
+    use gemm_ladder::run::ceiling;
+    common::nvrtc()?;
+    let mut assembled = true;
+    for file in [&ceiling::REGISTERS, &ceiling::LDMATRIX] {
+        for &arch in file.targets.claimed_archs() {
+            assembled &= compile_and_assemble(file, arch);
+        }
+    }
+    common::assembled(assembled)
+}
+
 common::harness::tests!(
+    every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib,
+    each_gpu_gets_its_own_twin_unless_another_is_chosen,
+    the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus,
     every_kernel_compiles_and_assembles_for_every_architecture_it_claims,
     the_planted_bug_kernels_compile_too,
     the_planted_pipeline_bugs_compile_too,

@@ -298,5 +298,10 @@ pub(super) fn rerun_command(r: &StepRecord) -> String {
     } else {
         format!("--m {} --n {} --k {}", s.m, s.n, s.k)
     };
-    format!("cargo run --release --bin {} -- {shape} --seed {}", r.step_id(), r.seed)
+    let twin = if r.is_sm80_twin() { " --twin sm80" } else { "" };
+    format!(
+        "cargo run --release --bin {} -- {shape} --seed {}{twin}",
+        r.step_id(),
+        r.seed
+    )
 }

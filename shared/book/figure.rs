@@ -101,7 +101,9 @@ impl LadderData {
         let square: Vec<&StepRecord> = file
             .records
             .iter()
-            .filter(|r| !r.sweep && r.shape.m == r.shape.n && r.shape.n == r.shape.k && r.time.tflops > 0.0)
+            // The GPU's own kernels' ladder: the sm80 twins have their chapters' tables.
+            .filter(|r| !r.sweep && !r.is_sm80_twin())
+            .filter(|r| r.shape.m == r.shape.n && r.shape.n == r.shape.k && r.time.tflops > 0.0)
             .collect();
         let mut steps: BTreeMap<u8, String> = BTreeMap::new();
         let mut series: BTreeMap<usize, Vec<Point>> = BTreeMap::new();

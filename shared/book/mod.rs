@@ -7,6 +7,7 @@
 //! |----------------------------|------------------------------------------------------------------|
 //! | `{{#ladder-table}}`        | one row per record of every results file, then the devices       |
 //! | `{{#ladder-table step03}}` | that step's rows, then one line per verification check           |
+//! | `{{#ladder-table step05 sm80}}` | the step's sm80 twin's rows, with × its mma.sync ceiling    |
 //! | `{{#ladder-figure}}`       | an image of `figures/ladder-<gpu>.svg` per results file          |
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
@@ -19,6 +20,8 @@
 //! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`) and
 //! those of [`crate::book::peak`] (`ladder-peak`, `ladder-peak datasheet`, `ladder-rounds`).
 //!
+//! Every directive but `ladder-table stepNN sm80` leaves the sm80 twins' records out: the chapters'
+//! tables, figures and evidence are the GPU's own kernels'.
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
 //! the sweep directives show only them.
 //! Every row (or evidence column) of a record whose numbers were not measured on the code the chapter
@@ -49,7 +52,7 @@ mod tables;
 pub use crate::svg;
 
 pub(crate) use cells::Marks;
-pub use tables::{alternatives_table, mx_baselines_table, plans_table, sweep_table, table};
+pub use tables::{alternatives_table, mx_baselines_table, plans_table, sweep_table, table, twin_table};
 
 use crate::error::{Error, Result};
 use crate::run::results::{self, ResultsFile};
@@ -261,7 +264,10 @@ fn directives(text: &str) -> Vec<Directive<'_>> {
 
 /// Expands the `{{#ladder-…}}` directives of chapters from a set of results files.
 pub struct LadderResults {
+    /// Every record but the sm80 twins': what the chapters' Hopper tables, figures and evidence show.
     files: Vec<ResultsFile>,
+    /// The sm80 twins' records only, for `{{#ladder-table stepNN sm80}}`.
+    sm80_files: Vec<ResultsFile>,
     /// The book's folder, to tell whether a figure has been drawn; `None` assumes it has.
     book_dir: Option<PathBuf>,
 }
@@ -269,13 +275,20 @@ pub struct LadderResults {
 impl LadderResults {
     /// A pass over the given results (for tests and previews); figures are assumed to exist.
     pub fn new(files: Vec<ResultsFile>) -> LadderResults {
-        LadderResults { files, book_dir: None }
+        let (files, sm80_files) = results::split_sm80_twins(files);
+        LadderResults {
+            files,
+            sm80_files,
+            book_dir: None,
+        }
     }
 
     /// A pass over the results files of the book at `book_dir`.
     pub fn load(book_dir: &Path) -> Result<LadderResults> {
+        let (files, sm80_files) = results::split_sm80_twins(results::load_all(book_dir)?);
         Ok(LadderResults {
-            files: results::load_all(book_dir)?,
+            files,
+            sm80_files,
             book_dir: Some(book_dir.to_path_buf()),
         })
     }
@@ -304,6 +317,10 @@ impl LadderResults {
                 ("ladder-table", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     table(&self.files, Some(id))
+                }
+                ("ladder-table", [step, "sm80"]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    twin_table(&self.sm80_files, id)
                 }
                 ("ladder-alternatives", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
@@ -365,7 +382,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };

@@ -74,8 +74,25 @@ pub const FAST_CU: Source = Source {
     steps: "04 to 10 (their Hopper twins)",
 };
 
+pub const GAU_NERNST_SM80: Source = Source {
+    key: "gau-nernst-sm80",
+    title: "learn-cuda, 02b_matmul_sm80 (README): bf16 matmul with mma.sync on Ampere and consumer GPUs",
+    authors: "Thien Tran (gau-nernst)",
+    address: "https://github.com/gau-nernst/learn-cuda/tree/main/02b_matmul_sm80",
+    seed: "",
+    steps: "04 to 07 (their sm80 twins)",
+};
+
 /// Every source, in the order the references page lists them.
-pub const SOURCES: &[&Source] = &[&MODULAR_2, &MODULAR_3, &GAU_NERNST, &SGEMM_WORKLOG, &FAST_CU, &MXFP8];
+pub const SOURCES: &[&Source] = &[
+    &MODULAR_2,
+    &MODULAR_3,
+    &GAU_NERNST,
+    &SGEMM_WORKLOG,
+    &FAST_CU,
+    &MXFP8,
+    &GAU_NERNST_SM80,
+];
 
 /// One quoted number.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -319,6 +336,28 @@ pub const QUOTED: &[Quoted] = &[
         gpu: "B200",
         shape: "M=N=K=8192",
         tflops: 2691.93,
+        step: None,
+        derived: None,
+    },
+    Quoted {
+        id: "gau-sm80-a100-cublas",
+        source: &GAU_NERNST_SM80,
+        what: "cuBLAS",
+        measures: "bf16 GEMM (A row-major, B column-major), TFLOPS",
+        gpu: "A100 80GB PCIe",
+        shape: "M=N=K=4096",
+        tflops: 227.49,
+        step: None,
+        derived: None,
+    },
+    Quoted {
+        id: "gau-sm80-a100-v7",
+        source: &GAU_NERNST_SM80,
+        what: "v7, the last of its mma.sync kernels (cp.async multistage, ldmatrix, swizzled shared memory)",
+        measures: "bf16 GEMM (A row-major, B column-major), TFLOPS",
+        gpu: "A100 80GB PCIe",
+        shape: "M=N=K=4096",
+        tflops: 166.73,
         step: None,
         derived: None,
     },

@@ -11,6 +11,17 @@ use std::fmt::Write as _;
 /// The results table as Markdown: every record of every file (`step = None`), or one step's records
 /// followed by its verification checks. Sweep records are left out: [`sweep_table`] shows them.
 pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
+    table_of(files, step, false)
+}
+
+/// One step's sm80 twin records (`{{#ladder-table stepNN sm80}}`, from the files' sm80 records only),
+/// as [`table`] shows a step's, with two more columns: the twin over the `mma.sync` ceiling fed by
+/// ldmatrix, timed beside it in the same process, and the two ceilings themselves.
+pub fn twin_table(files: &[ResultsFile], step: u8) -> String {
+    table_of(files, Some(step), true)
+}
+
+fn table_of(files: &[ResultsFile], step: Option<u8>, sm80: bool) -> String {
     let shown = |r: &StepRecord| !r.sweep && step.is_none_or(|s| r.step == s);
     let rows: Vec<(&ResultsFile, &StepRecord)> = files
         .iter()
@@ -20,6 +31,9 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
     if rows.is_empty() {
         return match step {
             None => format!("Nothing has been recorded on a GPU yet: {RECORD_HINT} records it here.\n"),
+            Some(s) if sm80 => format!(
+                "Step {s:02}'s sm80 twin has not been recorded on a GPU yet: `cargo run --release --bin step{s:02} -- --twin sm80` on any NVIDIA GPU of compute capability 8.0 or newer records it here.\n"
+            ),
             Some(s) => format!(
                 "Step {s:02} has not been recorded on a GPU yet: `cargo run --release --bin step{s:02}` on a machine with an NVIDIA GPU records it here.\n"
             ),
@@ -43,6 +57,11 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
         "TFLOPS",
         ratio_header.as_str(),
         "× cuBLAS SGEMM",
+    ]);
+    if sm80 {
+        header.extend(["× mma.sync ceiling", "ceiling TFLOPS: ldmatrix, registers"]);
+    }
+    header.extend([
         "rel. error vs previous",
         "rel. error vs cuBLAS",
         "registers",
@@ -75,6 +94,21 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
             significant(r.time.tflops, 3),
             headline_ratio_text(r, column),
             ratio_text(r.ratio_sgemm),
+        ]);
+        if sm80 {
+            let ceiling = r.mma_sync_ceiling.as_ref();
+            cells.extend([
+                ratio_text(ceiling.map(|c| r.time.tflops / c.ldmatrix.tflops)),
+                ceiling.map_or_else(String::new, |c| {
+                    format!(
+                        "{}, {}",
+                        significant(c.ldmatrix.tflops, 3),
+                        significant(c.registers.tflops, 3)
+                    )
+                }),
+            ]);
+        }
+        cells.extend([
             check_text(r, false),
             check_text(r, true),
             registers_text(r),
@@ -98,6 +132,14 @@ pub fn table(files: &[ResultsFile], step: Option<u8>) -> String {
          in turn, so that both ran at the same clocks. A relative error is ‖C − C_ref‖_F / ‖C_ref‖_F, \
          against the reference in brackets.\n\n",
     );
+    if sm80 {
+        out.push_str(
+            "× mma.sync ceiling is the twin's TFLOPS over the rate of its own inner loop with nothing around \
+             it: `mma.sync` fed by `ldmatrix` from shared memory, eight warps of 64×64 per SM \
+             (`shared/run/mma_sync_ceiling.cu`), timed with cuBLAS in one alternating loop right after the \
+             twin, in the same process. The registers ceiling is `mma.sync` alone, operands in registers.\n\n",
+        );
+    }
     for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
         let _ = writeln!(out, "{}\n", device_text(file, shown));
     }
@@ -709,6 +751,50 @@ mod tests {
             "{table}"
         );
         assert!(pass.expand("{{#ladder-alternatives}}", Path::new("x.md")).is_err());
+    }
+
+    /// An sm80 twin's record shows only in its own table, with its ratio to the ceiling measured beside
+    /// it; the step's table and the whole ladder leave it out.
+    #[test]
+    fn sm80_twin_rows_show_in_their_own_table_with_the_ceiling() {
+        use crate::run::results::{CeilingTiming, MmaSyncCeiling};
+        let mut twin = record_of(5, "swizzle128", 4096, 0.4);
+        twin.kernel = "steps/step05_swizzle128/sm80.cu".into();
+        let ceiling = |ms: f64| CeilingTiming {
+            median_ms: ms,
+            runs: 100,
+            flops: 1e12,
+            tflops: 1e12 / (ms * 1e9),
+        };
+        // The twin: 2·4096³ flops in 0.4 ms; the ldmatrix ceiling 1e12 flops in 2.5 ms: 400 TFLOPS.
+        twin.mma_sync_ceiling = Some(MmaSyncCeiling {
+            kernel: "shared/run/mma_sync_ceiling.cu".into(),
+            source_hash: String::new(),
+            registers: ceiling(2.0),
+            ldmatrix: ceiling(2.5),
+            cublas_bf16: twin.cublas_bf16.clone(),
+            clocks: None,
+        });
+        let expected = significant(twin.time.tflops / 400.0, 3);
+        let mut with = file();
+        with.records.push(record_of(5, "swizzle128", 4096, 0.3));
+        with.records.push(twin);
+        let pass = LadderResults::new(vec![with]);
+        let own = pass.expand("{{#ladder-table step05 sm80}}", Path::new("x.md")).unwrap();
+        assert!(
+            own.contains("× mma.sync ceiling") && own.contains("| 400, 500 |"),
+            "{own}"
+        );
+        assert!(own.contains(&format!("| {expected} |")), "{expected}: {own}");
+        assert_eq!(own.matches("| 4096³").count(), 1, "{own}");
+        assert!(own.contains("--seed 42 --twin sm80`"), "{own}");
+        let hopper = pass.expand("{{#ladder-table step05}}", Path::new("x.md")).unwrap();
+        assert_eq!(hopper.matches("| 4096³").count(), 1, "{hopper}");
+        assert!(!hopper.contains("ceiling"), "{hopper}");
+        let ladder = pass.expand("{{#ladder-table}}", Path::new("x.md")).unwrap();
+        assert!(!ladder.contains("sm80"), "{ladder}");
+        let none = pass.expand("{{#ladder-table step06 sm80}}", Path::new("x.md")).unwrap();
+        assert!(none.contains("--twin sm80"), "{none}");
     }
 
     #[test]

@@ -14,10 +14,13 @@ pub struct Arch {
 
 impl Arch {
     pub const SM80: Arch = Arch::new(8, 0, false);
+    pub const SM86: Arch = Arch::new(8, 6, false);
+    pub const SM89: Arch = Arch::new(8, 9, false);
     pub const SM90: Arch = Arch::new(9, 0, false);
     pub const SM90A: Arch = Arch::new(9, 0, true);
     pub const SM100: Arch = Arch::new(10, 0, false);
     pub const SM100A: Arch = Arch::new(10, 0, true);
+    pub const SM120: Arch = Arch::new(12, 0, false);
 
     pub const fn new(major: u32, minor: u32, arch_specific: bool) -> Arch {
         Arch {

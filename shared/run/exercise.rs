@@ -3,7 +3,8 @@
 //! `watch`, `solution`, `report`) and `tests/exercises.rs` read them from here.
 //!
 //! An exercise is not a copy of a kernel: it is a short list of exact [`Edit`]s of the step's own
-//! kernel for the architecture the GPU runs (`kernel.cu` for steps 01–03, `sm90.cu` for 04–11) that
+//! kernel for the architecture it names (`kernel.cu` for steps 01–03, `sm90.cu` or the sm80 twin's
+//! `sm80.cu` for 04–11) that
 //! open a gap, plant a bug or change a constant. `exercise start` makes the starter from the kernel
 //! the binary was built with and writes it into the student's own folder, `exercises/` at the crate
 //! root (ignored by git); the reference solution is the step's kernel itself (for predict-then-measure,
@@ -41,6 +42,9 @@ pub struct Exercise {
     pub id: &'static str,
     /// `5`.
     pub step: u8,
+    /// Which of the step's kernel files the edits are made in: [`Targets::AnyGpu`] for steps 01–03's
+    /// one kernel, [`Targets::Hopper`] for `sm90.cu`, [`Targets::Ampere`] for the sm80 twin.
+    pub targets: Targets,
     pub kind: Kind,
     pub title: &'static str,
     /// The student's file is `exercises/NN_K_name.cu`: `which_element_of_b`.
@@ -132,15 +136,19 @@ impl Exercise {
             .unwrap_or_else(|_| panic!("exercise {} names step {}, which does not exist", self.id, self.step))
     }
 
-    /// The step's own kernel file that the student's file replaces: the Hopper file where the step has
-    /// one (steps 04–11), else its CUDA-core file (steps 01–03).
+    /// The step's own kernel file that the student's file replaces: the one of the exercise's
+    /// [`Exercise::targets`] (`kernel.cu` for steps 01–03, `sm90.cu` or `sm80.cu` for 04–11).
     pub fn kernel(&self) -> &'static KernelFile {
         let step = self.step_def();
         step.kernels
             .iter()
-            .find(|k| k.targets == Targets::Hopper)
-            .or_else(|| step.kernels.iter().find(|k| k.targets == Targets::AnyGpu))
-            .unwrap_or_else(|| panic!("step {:02} has no Hopper or CUDA-core kernel", self.step))
+            .find(|k| k.targets == self.targets)
+            .unwrap_or_else(|| panic!("step {:02} has no kernel for {:?}", self.step, self.targets))
+    }
+
+    /// Whether the exercise's kernel runs on a GPU of compute capability `major.minor`.
+    pub fn runs_on(&self, major: u32, minor: u32) -> bool {
+        self.targets.serves(major, minor)
     }
 
     /// `source`, named `path` in compiler messages, compiled and launched exactly as the step's own

@@ -3,6 +3,7 @@
 //! the provenance of its records (which kernel source each was measured on). The command lines that
 //! drive all this are [`crate::cli`], a layer above.
 
+pub mod ceiling;
 pub mod edit;
 pub mod exercise;
 pub mod loader;

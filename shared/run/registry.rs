@@ -21,13 +21,16 @@ pub enum Targets {
     Hopper,
     /// The seeds' Blackwell design: tcgen05, TMEM; `sm_100a` only. Assembled in the tests, not run here.
     Blackwell,
+    /// The Ampere-class twin (`sm80.cu`): cp.async, ldmatrix, mma.sync, which every GPU of compute
+    /// capability 8.0 or newer has; compiled for the device's own plain `sm_XY`, as [`Targets::AnyGpu`].
+    Ampere,
 }
 
 impl Targets {
     /// Whether this file serves a device of the given compute capability.
     pub fn serves(&self, major: u32, minor: u32) -> bool {
         match self {
-            Targets::AnyGpu => major >= 8,
+            Targets::AnyGpu | Targets::Ampere => major >= 8,
             Targets::Hopper => (major, minor) == (9, 0),
             Targets::Blackwell => (major, minor) == (10, 0),
         }
@@ -36,7 +39,7 @@ impl Targets {
     /// The architecture to compile for on a device of compute capability `major.minor`.
     pub fn arch_for_device(&self, major: u32, minor: u32) -> Arch {
         match self {
-            Targets::AnyGpu => Arch::of_device(major, minor),
+            Targets::AnyGpu | Targets::Ampere => Arch::of_device(major, minor),
             Targets::Hopper => Arch::SM90A,
             Targets::Blackwell => Arch::SM100A,
         }
@@ -46,7 +49,7 @@ impl Targets {
     /// arch-specific targets too (`sm_90a` is `sm_90` plus instructions it does not use).
     pub fn compiles_for(&self, arch: Arch) -> bool {
         match self {
-            Targets::AnyGpu => arch.major >= 8,
+            Targets::AnyGpu | Targets::Ampere => arch.major >= 8,
             Targets::Hopper => arch == Arch::SM90A,
             Targets::Blackwell => arch == Arch::SM100A,
         }
@@ -58,6 +61,9 @@ impl Targets {
             Targets::AnyGpu => &[Arch::SM80, Arch::SM90, Arch::SM100],
             Targets::Hopper => &[Arch::SM90A],
             Targets::Blackwell => &[Arch::SM100A],
+            // Every family a student's GPU may be: ptxas refuses an sm_90+ instruction for sm_80,
+            // and assembling for sm_120 proves the file needs nothing of Hopper's to run there.
+            Targets::Ampere => &[Arch::SM80, Arch::SM86, Arch::SM89, Arch::SM90, Arch::SM120],
         }
     }
 
@@ -66,8 +72,82 @@ impl Targets {
             Targets::AnyGpu => "a CUDA GPU of compute capability 8.0 or newer",
             Targets::Hopper => "a Hopper GPU (sm_90a: H100, H200)",
             Targets::Blackwell => "a Blackwell datacenter GPU (sm_100a: B200)",
+            Targets::Ampere => {
+                "a CUDA GPU of compute capability 8.0 or newer for the Ampere-class twin (sm80.cu: cp.async, ldmatrix, bf16 mma.sync)"
+            }
         }
     }
+
+    /// The twin this family of kernel files is, if it is one (the CUDA-core files of steps 01–03 are
+    /// no twin: every GPU runs the same one).
+    pub fn twin(&self) -> Option<Twin> {
+        match self {
+            Targets::AnyGpu => None,
+            Targets::Hopper => Some(Twin::Hopper),
+            Targets::Blackwell => Some(Twin::Blackwell),
+            Targets::Ampere => Some(Twin::Sm80),
+        }
+    }
+}
+
+/// The tensor-core steps' kernel families, as `--twin` names them. Each step 04–11 has one file per
+/// twin it was written for; the GPU picks its own twin unless `--twin` says otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Twin {
+    /// `sm90.cu`: TMA, wgmma, clusters (H100, H200).
+    Hopper,
+    /// `sm80.cu`: cp.async, ldmatrix, mma.sync (any GPU of compute capability 8.0 or newer).
+    Sm80,
+    /// `sm100.cu`: tcgen05 and TMEM (B200); assembled only by this project.
+    Blackwell,
+}
+
+impl Twin {
+    /// The family of kernel files this twin is.
+    pub fn targets(&self) -> Targets {
+        match self {
+            Twin::Hopper => Targets::Hopper,
+            Twin::Sm80 => Targets::Ampere,
+            Twin::Blackwell => Targets::Blackwell,
+        }
+    }
+
+    /// `sm80`, as `--twin` spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Twin::Hopper => "hopper",
+            Twin::Sm80 => "sm80",
+            Twin::Blackwell => "blackwell",
+        }
+    }
+
+    /// The twin a kernel file belongs to, read from its path: `…/sm80.cu` and its alternatives
+    /// `…/sm80_*.cu` are the sm80 twin. Records name their kernel by path, so tables and the results
+    /// file tell twins apart by this.
+    pub fn of_kernel_path(path: &str) -> Option<Twin> {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let family = file.trim_end_matches(".cu").split(['_', '+']).next().unwrap_or("");
+        match family {
+            "sm80" => Some(Twin::Sm80),
+            "sm90" => Some(Twin::Hopper),
+            "sm100" => Some(Twin::Blackwell),
+            _ => None,
+        }
+    }
+}
+
+/// The twin this process was asked for (`--twin`), if any: every step it runs, its predecessors
+/// included, takes that twin's kernel, so a twin is verified against the same twin's previous step.
+static CHOSEN_TWIN: std::sync::Mutex<Option<Twin>> = std::sync::Mutex::new(None);
+
+/// Sets the twin every later kernel choice of this process takes (`--twin`); `None`: the GPU's own.
+pub fn choose_twin(twin: Option<Twin>) {
+    *CHOSEN_TWIN.lock().unwrap_or_else(|e| e.into_inner()) = twin;
+}
+
+/// The twin `--twin` chose for this process, if any.
+pub fn chosen_twin() -> Option<Twin> {
+    *CHOSEN_TWIN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The number formats of a step's operands and result.
@@ -234,9 +314,31 @@ impl Step {
         format!("step{:02}", self.id)
     }
 
-    /// The kernel file that serves a device of compute capability `major.minor`, if any.
+    /// The kernel file that serves a device of compute capability `major.minor`, if any: of the twin
+    /// `--twin` chose ([`chosen_twin`]), else the first in the step's list that serves it (the
+    /// sm80 twin comes last, so Hopper and Blackwell keep theirs).
     pub fn kernel_for_device(&self, major: u32, minor: u32) -> Option<&KernelFile> {
-        self.kernels.iter().find(|k| k.targets.serves(major, minor))
+        self.kernel_of_twin(major, minor, chosen_twin())
+    }
+
+    /// The kernel file of `twin` (`None`: the device's own) that serves `major.minor`, if any. A step
+    /// with one kernel for every GPU (01–03) has no twins, and serves every twin with it.
+    pub fn kernel_of_twin(&self, major: u32, minor: u32, twin: Option<Twin>) -> Option<&KernelFile> {
+        let twin = twin.filter(|_| self.has_twins());
+        self.kernels
+            .iter()
+            .filter(|k| twin.is_none_or(|t| k.targets == t.targets()))
+            .find(|k| k.targets.serves(major, minor))
+    }
+
+    /// Whether the step has twins (kernel files per architecture family) rather than one kernel.
+    pub fn has_twins(&self) -> bool {
+        self.kernels.iter().any(|k| k.targets.twin().is_some())
+    }
+
+    /// The step's kernel file of `twin`, whatever GPU is present (for `--emit` and the exercises).
+    pub fn file_of_twin(&self, twin: Twin) -> Option<&KernelFile> {
+        self.kernels.iter().find(|k| k.targets == twin.targets())
     }
 
     /// The alternatives with a kernel for a device of compute capability `major.minor`.
@@ -246,8 +348,19 @@ impl Step {
             .filter(move |a| a.kernel.targets.serves(major, minor))
     }
 
-    /// What this step can run on, for the refusal message.
+    /// What this step can run on, for the refusal message: with a twin chosen, what that twin needs,
+    /// or that the step has no such twin.
     pub fn needs(&self) -> String {
+        if let Some(twin) = chosen_twin().filter(|_| self.has_twins()) {
+            return match self.file_of_twin(twin) {
+                Some(file) => file.targets.describe().to_string(),
+                None => format!(
+                    "a kernel of the {} twin (--twin {}), which it does not have",
+                    twin.name(),
+                    twin.name()
+                ),
+            };
+        }
         let list: Vec<&str> = self.kernels.iter().map(|k| k.targets.describe()).collect();
         list.join(" or ")
     }

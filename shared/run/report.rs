@@ -155,6 +155,25 @@ fn power_text(r: &StepRecord) -> String {
 /// own timing loop, where cuBLAS alternated with that step.
 pub fn print_results(records: &[StepRecord]) {
     println!("{}", results_text(records));
+    for line in records.iter().filter_map(ceiling_line) {
+        println!("{line}");
+    }
+}
+
+/// For an sm80 twin's record: the mma.sync ceilings timed beside it, and the twin's ratio to each.
+pub fn ceiling_line(record: &StepRecord) -> Option<String> {
+    let c = record.mma_sync_ceiling.as_ref()?;
+    Some(format!(
+        "{:02} {} (sm80 twin) at {}: mma.sync ceiling {:.1} TFLOPS in registers, {:.1} fed by ldmatrix          (cuBLAS {:.1} in the same loop): the twin is {:.3} × the ldmatrix-fed ceiling, {:.3} × cuBLAS",
+        record.step,
+        record.name,
+        shape_text(record.shape),
+        c.registers.tflops,
+        c.ldmatrix.tflops,
+        c.cublas_bf16.tflops,
+        record.time.tflops / c.ldmatrix.tflops,
+        record.ratio_bf16
+    ))
 }
 
 fn results_text(records: &[StepRecord]) -> String {

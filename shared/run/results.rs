@@ -87,6 +87,38 @@ pub enum TimingMethod {
     Alternating,
 }
 
+/// One ceiling kernel's measurement: its own count of floating-point operations per launch, and the
+/// median of its launches in the alternating loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CeilingTiming {
+    pub median_ms: f64,
+    pub runs: u32,
+    /// Floating-point operations per launch (two per multiply-add).
+    pub flops: f64,
+    /// `flops / median`, in 10¹² per second.
+    pub tflops: f64,
+}
+
+/// The `mma.sync` bf16 → fp32 ceilings of a GPU (`shared/run/mma_sync_ceiling.cu`), timed in one
+/// alternating loop with cuBLAS bf16 at the run's shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MmaSyncCeiling {
+    /// The kernels' file, from the crate root.
+    pub kernel: String,
+    /// Its [`crate::run::provenance::source_hash`] as it ran.
+    pub source_hash: String,
+    /// `mma.sync.m16n8k16` with random operands held in registers, independent accumulators.
+    pub registers: CeilingTiming,
+    /// The sm80 twins' inner loop fed by `ldmatrix.x4` from shared memory (64×64 warp tiles, eight
+    /// warps, one block per SM): the rate a twin is read against.
+    pub ldmatrix: CeilingTiming,
+    /// cuBLAS bf16 at the run's shape, in the same loop.
+    pub cublas_bf16: Timing,
+    /// The SM clock and power NVML reported during the loop.
+    #[serde(default)]
+    pub clocks: Option<ClockSummary>,
+}
+
 /// One measured run of one step at one shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
@@ -169,6 +201,11 @@ pub struct StepRecord {
     /// kernel and timed in the same loop. Written only when there are some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<AlternativeRecord>,
+    /// An sm80 twin's run: the GPU's `mma.sync` ceilings, timed beside cuBLAS right after the step in
+    /// the same process ([`crate::run::ceiling`]); the book's "× ceiling" divides by its ldmatrix-fed
+    /// rate. `None` for every other kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mma_sync_ceiling: Option<MmaSyncCeiling>,
 }
 
 /// What a step's run measured of one of its alternative designs.
@@ -359,8 +396,15 @@ impl StepRecord {
 
     /// What a new record replaces: a sweep record replaces a sweep record of the same step and shape,
     /// and a plain run a plain run, so the two kinds never overwrite each other.
-    fn key(&self) -> (u8, Shape, bool) {
-        (self.step, self.shape, self.sweep)
+    /// What a new record replaces: the same step, twin, shape and sweep. A step's sm80 twin is
+    /// recorded beside its Hopper kernel on the same GPU, not over it.
+    fn key(&self) -> (u8, bool, Shape, bool) {
+        (self.step, self.is_sm80_twin(), self.shape, self.sweep)
+    }
+
+    /// Whether the kernel recorded is a step's sm80 twin (`sm80.cu`).
+    pub fn is_sm80_twin(&self) -> bool {
+        crate::run::registry::Twin::of_kernel_path(&self.kernel) == Some(crate::run::registry::Twin::Sm80)
     }
 }
 
@@ -456,6 +500,32 @@ pub fn record(book_dir: &Path, device: &DeviceInfo, records: &[StepRecord]) -> R
     file.merge(records);
     write_atomic(&path, &file)?;
     Ok(path)
+}
+
+/// `files` split in two: every record but the sm80 twins', and the sm80 twins' records (files holding
+/// none are left out of the second).
+pub fn split_sm80_twins(files: Vec<ResultsFile>) -> (Vec<ResultsFile>, Vec<ResultsFile>) {
+    let mut own = Vec::with_capacity(files.len());
+    let mut sm80 = Vec::new();
+    for file in files {
+        let (twins, rest): (Vec<StepRecord>, Vec<StepRecord>) =
+            file.records.into_iter().partition(StepRecord::is_sm80_twin);
+        let (twins_before, rest_before): (Vec<StepRecord>, Vec<StepRecord>) =
+            file.superseded.into_iter().partition(StepRecord::is_sm80_twin);
+        if !twins.is_empty() {
+            sm80.push(ResultsFile {
+                device: file.device.clone(),
+                records: twins,
+                superseded: twins_before,
+            });
+        }
+        own.push(ResultsFile {
+            device: file.device,
+            records: rest,
+            superseded: rest_before,
+        });
+    }
+    (own, sm80)
 }
 
 /// Reads one results file; a file that does not parse is an error that names it.
@@ -617,6 +687,7 @@ pub(crate) mod tests {
             mx: None,
             plan: None,
             alternatives: Vec::new(),
+            mma_sync_ceiling: None,
         }
     }
 

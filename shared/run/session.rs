@@ -649,7 +649,13 @@ impl Session {
             mx,
             plan: plan.map(|p| p.text),
             alternatives: alternative_records,
+            mma_sync_ceiling: None,
         };
+        let mut record = record;
+        if kernel.file.targets == Targets::Ampere {
+            // An sm80 twin is read against the GPU's mma.sync ceiling, timed now, at the same clocks.
+            record.mma_sync_ceiling = Some(crate::run::ceiling::measure(self, options.iters)?);
+        }
         Ok(StepOutcome {
             checks,
             alternatives,

@@ -121,6 +121,8 @@ fn ask_prediction(ex: &Exercise, prediction: &Prediction, given: Option<f64>) ->
 /// assembled but there is no GPU to run it; an error (wrong result, hung, compile error) otherwise.
 pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
     let ex = find(id)?;
+    // The step's own kernel the student's file is compared and timed with is the same twin's.
+    gemm_ladder::run::registry::choose_twin(ex.targets.twin());
     let record = options.file.is_none();
     let (shown, source) = match &options.file {
         Some(f) => (
@@ -629,7 +631,7 @@ fn watch_one(ex: &Exercise, (path, shown): (&Path, &str), predict: Option<f64>, 
 pub fn watch(id: Option<&str>, options: &CheckOptions) -> Result<Ending> {
     let mut ex = match id {
         Some(id) => find(id)?,
-        None => match Progress::load()?.first_not_passed() {
+        None => match crate::first_to_do(&Progress::load()?) {
             Some(ex) => ex,
             None => {
                 println!("every exercise has passed: `cargo run --release --bin exercise -- report` shows them");

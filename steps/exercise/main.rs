@@ -19,6 +19,7 @@ use check::CheckOptions;
 use clap::{Parser, Subcommand};
 use gemm_ladder::error::{exit_with, Error, Result};
 use gemm_ladder::run::exercise::{self, Exercise};
+use gemm_ladder::run::registry::{Targets, Twin};
 use progress::{Progress, PASS};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -69,9 +70,13 @@ Exit status:
     after_help = AFTER_HELP
 )]
 struct Args {
-    /// Without a command: `start`, at the first exercise not yet passed.
+    /// Without a command: `start`, at the first exercise not yet passed that runs on this GPU.
     #[command(subcommand)]
     command: Option<Command>,
+    /// Only the exercises of one twin of steps 04–11 (hopper: sm90.cu, sm80: sm80.cu, blackwell:
+    /// sm100.cu), for `list` and for choosing the next exercise; steps 01–03's belong to every twin.
+    #[arg(long, value_enum, global = true)]
+    twin: Option<Twin>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -156,6 +161,7 @@ fn main() -> ExitCode {
         std::env::set_var("GEMM_LADDER_HANG_SECONDS", HANG_SECONDS);
     }
     let args = Args::parse();
+    set_scope(args.twin);
     match args.command.map_or_else(|| start(None).map(|()| Ending::Done), run) {
         Ok(ending) => ExitCode::from(ending as u8),
         Err(e) => exit_with(Err(e)),
@@ -288,9 +294,8 @@ const WITHOUT_GPU: &str = "*";
 /// The GPUs exercise `ex` runs on, in `list`'s "runs on" column, marked [`WITHOUT_GPU`] where it can
 /// also be completed without one.
 fn runs_on(ex: &Exercise) -> String {
-    use gemm_ladder::run::registry::Targets;
     let gpus = match ex.kernel().targets {
-        Targets::AnyGpu => "sm_80+",
+        Targets::AnyGpu | Targets::Ampere => "sm_80+",
         Targets::Hopper => "sm_90a",
         Targets::Blackwell => "sm_100a",
     };
@@ -300,9 +305,60 @@ fn runs_on(ex: &Exercise) -> String {
     }
 }
 
+/// The twin `--twin` limits the exercises to, set once in `main`.
+static SCOPE: std::sync::OnceLock<Option<Twin>> = std::sync::OnceLock::new();
+
+fn set_scope(twin: Option<Twin>) {
+    let _ = SCOPE.set(twin);
+}
+
+/// Whether `ex` is among the exercises `--twin` asks for (all without it).
+fn in_scope(ex: &Exercise) -> bool {
+    match SCOPE.get().copied().flatten() {
+        None => true,
+        Some(twin) => ex.targets.twin().is_none_or(|t| t == twin),
+    }
+}
+
+/// The twin an exercise belongs to, for `list`: `sm80`, `hopper`; `-` for steps 01–03's one kernel.
+fn twin_of(ex: &Exercise) -> &'static str {
+    ex.targets.twin().map_or("-", |t| t.name())
+}
+
+/// The compute capability of the GPU here, if there is one (the driver answers without a context).
+fn this_gpu() -> Option<(u32, u32)> {
+    static GPU: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
+    *GPU.get_or_init(|| gemm_ladder::device::gpu::Gpu::open().ok().map(|g| (g.major, g.minor)))
+}
+
+/// [`NOT_HERE`] after the "runs on" of an exercise the GPU here cannot run; nothing without a GPU.
+fn runs_here_mark(ex: &Exercise) -> &'static str {
+    match this_gpu() {
+        Some((major, minor)) if !ex.runs_on(major, minor) => NOT_HERE,
+        _ => "",
+    }
+}
+
+/// Marks, in `list`'s "runs on" column, an exercise that does not run on the GPU here.
+const NOT_HERE: &str = " ✗";
+
+/// The first exercise in scope not yet passed that can run here (any, without a GPU).
+fn first_to_do(progress: &Progress) -> Option<&'static Exercise> {
+    progress.first_not_passed_where(|e| in_scope(e) && this_gpu().is_none_or(|(major, minor)| e.runs_on(major, minor)))
+}
+
+/// The exercise's kind, as short as `list`'s 100 columns need.
+fn short_kind(ex: &Exercise) -> &'static str {
+    match ex.kind {
+        exercise::Kind::PredictThenMeasure => "predict+measure",
+        _ => ex.kind.describe(),
+    }
+}
+
 #[derive(Tabled)]
 struct ListRow {
     id: &'static str,
+    twin: &'static str,
     kind: &'static str,
     title: &'static str,
     status: String,
@@ -314,9 +370,11 @@ struct ListRow {
 fn list() -> Result<()> {
     let progress = Progress::load()?;
     let rows: Vec<ListRow> = exercise::all()
+        .filter(|e| in_scope(e))
         .map(|e| ListRow {
             id: e.id,
-            kind: e.kind.describe(),
+            twin: twin_of(e),
+            kind: short_kind(e),
             title: e.title,
             status: progress.status(e.id).to_string(),
             hints: format!(
@@ -324,19 +382,25 @@ fn list() -> Result<()> {
                 progress.exercises.get(e.id).map_or(0, |p| p.hints_shown),
                 e.hints.len()
             ),
-            runs_on: runs_on(e),
+            runs_on: runs_on(e) + runs_here_mark(e),
         })
         .collect();
     println!("{}", Table::new(rows).with(Style::rounded()));
+    let here = match this_gpu() {
+        None => "no GPU here".to_string(),
+        Some((major, minor)) => format!("{NOT_HERE} does not run on this GPU ({major}.{minor})"),
+    };
     let folder = std::env::var(FOLDER_VARIABLE).unwrap_or_else(|_| exercise::STUDENT_FOLDER.into());
     println!(
         "\
-Your files: {folder}/NN_K_name.cu
+Your files: {folder}/NN_K_name.cu ({here})
 Status: pass, fail, compiled (compiles and assembles; not verified: no GPU), not started (no file
-yet, or not checked yet). Runs on: sm_80+ any NVIDIA GPU of compute capability 8.0 or newer (A100,
-L4, RTX 30/40/50, H100, H200); sm_90a a Hopper GPU (H100, H200). Complete means passed: verified on
-a GPU, except where {WITHOUT_GPU} marks it: the answer is ptxas's register count, and the unchanged
-starter is a correct variant the tests verify on a GPU, so `check` passes it without one. Without a
+yet, or not checked yet). Twin: the kernel of steps 04–11 an exercise edits (hopper: sm90.cu,
+sm80: sm80.cu; `--twin sm80` lists only those and steps 01–03's). Runs on: sm_80+ any NVIDIA GPU
+of compute capability 8.0 or newer (A100, L4, RTX 30/40/50, H100, H200); sm_90a a Hopper GPU (H100,
+H200); ✗ marks one that does not run on the GPU here. Complete means passed: verified on a GPU,
+except where {WITHOUT_GPU} marks it: the answer is ptxas's register count, and the unchanged starter is
+a correct variant the tests verify on a GPU, so `check` passes it without one. Without a
 GPU every other exercise compiles and assembles, and stops there.
 `cargo run --release --bin exercise -- start NN.K` writes the file; edit it, then `check NN.K`."
     );
@@ -398,7 +462,7 @@ fn open_exercise(ex: &Exercise) -> Result<()> {
 fn start(id: Option<&str>) -> Result<()> {
     let ex = match id {
         Some(id) => find(id)?,
-        None => match Progress::load()?.first_not_passed() {
+        None => match first_to_do(&Progress::load()?) {
             Some(ex) => ex,
             None => {
                 println!("every exercise has passed: `cargo run --release --bin exercise -- report` shows them");

@@ -97,8 +97,15 @@ impl Progress {
     }
 
     /// The first exercise, in ladder order, that has not passed; `None` when all have.
+    #[cfg(test)]
     pub fn first_not_passed(&self) -> Option<&'static Exercise> {
-        exercise::all().find(|e| self.status(e.id) != PASS)
+        self.first_not_passed_where(|_| true)
+    }
+
+    /// The first exercise not yet passed of those `wanted` keeps (`exercise` picks one that runs on
+    /// the GPU here).
+    pub fn first_not_passed_where(&self, wanted: impl Fn(&Exercise) -> bool) -> Option<&'static Exercise> {
+        exercise::all().find(|e| wanted(e) && self.status(e.id) != PASS)
     }
 
     /// The next exercise after `current` that has not passed, coming round to the first ones

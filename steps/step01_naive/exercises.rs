@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "01.1",
         step: 1,
+        targets: Targets::AnyGpu,
         kind: Kind::FindTheBug,
         title: "Which element of B?",
         name: "which_element_of_b",
@@ -35,6 +37,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "01.2",
         step: 1,
+        targets: Targets::AnyGpu,
         kind: Kind::PredictThenMeasure,
         title: "Turn the block",
         name: "turn_the_block",

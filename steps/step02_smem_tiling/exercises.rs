@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "02.1",
         step: 2,
+        targets: Targets::AnyGpu,
         kind: Kind::FillTheGap,
         title: "Load the tile",
         name: "load_the_tile",
@@ -38,6 +40,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "02.2",
         step: 2,
+        targets: Targets::AnyGpu,
         kind: Kind::FindTheBug,
         title: "Which tile of B?",
         name: "which_tile_of_b",

@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "03.1",
         step: 3,
+        targets: Targets::AnyGpu,
         kind: Kind::PredictThenMeasure,
         title: "Three blocks per SM",
         name: "three_blocks_per_sm",
@@ -38,6 +40,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "03.2",
         step: 3,
+        targets: Targets::AnyGpu,
         kind: Kind::FillTheGap,
         title: "Read B from shared memory",
         name: "read_b",

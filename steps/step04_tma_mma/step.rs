@@ -7,11 +7,17 @@
 //! Blackwell (`sm100.cu`, assembled, not run here): the same 128×128 tile and the same 3D TMA boxes; one
 //! thread issues four `tcgen05.mma … 128×128×16` per K tile into 128 columns of Tensor Memory, and the
 //! four warps read the accumulators back with `tcgen05.ld` for the epilogue.
+//!
+//! sm80 twin (`sm80.cu`, any GPU of compute capability 8.0 or newer): the same 128×128×64 tile in the
+//! same 16-byte-column layout, filled by every thread's `cp.async` (zeros past the edges); four warps
+//! of 64×64 multiply with `ldmatrix.x4` and `mma.sync.m16n8k16`; two blocks per SM.
 
 use crate::encoding::tma;
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::run::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{
+    launch_with_maps, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, Step, Targets,
+};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch.
@@ -133,13 +139,55 @@ mod blackwell {
 
 const BLACKWELL: KernelFile = blackwell::KERNEL;
 
+/// The sm80 twin's tile and launch: any GPU of compute capability 8.0 or newer (`--twin sm80` on
+/// Hopper).
+mod sm80 {
+    use super::*;
+
+    /// Rows of `C` per block: two warps of 64 rows.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: two warps of 64 columns.
+    pub const BN: u32 = 128;
+    /// Depth of the K tile: 64 bf16, four k16 slices of `mma.sync`.
+    pub const BK: u32 = 64;
+    /// Four warps, 2 × 2, each a 64×64 quarter of the tile.
+    pub const THREADS: u32 = 128;
+    /// Blocks per SM the register budget is planned for: 128 accumulators plus 32 fragment registers
+    /// fit under 255, not under the Hopper twin's 168.
+    pub const BLOCKS_PER_SM: u32 = 2;
+    /// The A and B tiles: 32 KiB, under the 48 KiB every GPU gives without asking.
+    pub const SMEM_BYTES: u32 = (BM + BN) * BK * 2;
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step04_tma_mma/sm80.cu",
+        source: include_str!("sm80.cu"),
+        targets: Targets::Ampere,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_with_pointers(func, stream, ops, tile_config(ops.shape, BM, BN, THREADS, SMEM_BYTES))
+    }
+}
+
+const SM80: KernelFile = sm80::KERNEL;
+
 pub const STEP: Step = Step {
     id: 4,
     name: "tma_mma",
     title: "TMA + tensor cores: the copy engine loads tiles, wgmma multiplies them from shared memory",
     predecessor: Some(3),
     format: Format::Bf16,
-    kernels: &[HOPPER, BLACKWELL],
+    // The sm80 twin last: a GPU takes the first file that serves it, so Hopper keeps its own.
+    kernels: &[HOPPER, BLACKWELL, SM80],
     alternatives: &[],
     workspace: None,
 };

@@ -6,11 +6,16 @@
 //!
 //! Blackwell (`sm100.cu`, assembled, not run here): step 04's kernel with the same 2D swizzled boxes; the
 //! tcgen05 descriptors say 128-byte swizzle with SBO = 1024, and each k16 MMA starts 32 bytes further.
+//!
+//! sm80 twin (`sm80.cu`): step 04's sm80 kernel with the tiles stored as 128-byte rows under the same
+//! swizzle, applied by hand: by each `cp.async` destination and by each lane's `ldmatrix` address.
 
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::run::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{
+    launch_with_maps, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, Step, Targets,
+};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch (the same as step 04's).
@@ -133,13 +138,53 @@ mod blackwell {
 
 const BLACKWELL: KernelFile = blackwell::KERNEL;
 
+/// The sm80 twin's tile and launch: step 04's, with the tiles stored as swizzled 128-byte rows.
+mod sm80 {
+    use super::*;
+
+    /// Rows of `C` per block: two warps of 64 rows.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: two warps of 64 columns.
+    pub const BN: u32 = 128;
+    /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// Four warps, 2 × 2, each a 64×64 quarter of the tile.
+    pub const THREADS: u32 = 128;
+    /// Blocks per SM the register budget is planned for (`__launch_bounds__`).
+    pub const BLOCKS_PER_SM: u32 = 2;
+    /// The A and B tiles: 32 KiB.
+    pub const SMEM_BYTES: u32 = (BM + BN) * BK * 2;
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step05_swizzle128/sm80.cu",
+        source: include_str!("sm80.cu"),
+        targets: Targets::Ampere,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_with_pointers(func, stream, ops, tile_config(ops.shape, BM, BN, THREADS, SMEM_BYTES))
+    }
+}
+
+const SM80: KernelFile = sm80::KERNEL;
+
 pub const STEP: Step = Step {
     id: 5,
     name: "swizzle128",
     title: "128-byte swizzle: TMA boxes of whole 128-byte rows, swizzled into a layout the tensor cores read",
     predecessor: Some(4),
     format: Format::Bf16,
-    kernels: &[HOPPER, BLACKWELL],
+    // The sm80 twin last: a GPU takes the first file that serves it, so Hopper keeps its own.
+    kernels: &[HOPPER, BLACKWELL, SM80],
     alternatives: &[],
     workspace: None,
 };

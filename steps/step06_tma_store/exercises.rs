@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "06.1",
         step: 6,
+        targets: Targets::Hopper,
         kind: Kind::FillTheGap,
         title: "Swizzle the staging tile",
         name: "swizzle_the_staging_tile",
@@ -39,6 +41,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "06.2",
         step: 6,
+        targets: Targets::Hopper,
         kind: Kind::FindTheBug,
         title: "Where the boxes go",
         name: "store_box_coordinates",
@@ -54,6 +57,50 @@ pub const EXERCISES: &[Exercise] = &[
             "The ragged shapes pass: their N is not a multiple of 8, so they take step 05's direct stores. Look at what only the TMA-store path does.",
             "A tensor map's coordinates are given innermost dimension first. Compare the stores with the loads tma_load_2d(..., t * BK, m0).",
             "tma_store_2d(map, source, x, y): x is the column, n0 + b · C_BOX_COLUMNS, and y the row, m0. The planted store has them swapped.",
+        ],
+        prediction: None,
+    },
+    Exercise {
+        id: "06.3",
+        step: 6,
+        targets: Targets::Ampere,
+        kind: Kind::FillTheGap,
+        title: "Where a lane's pair goes",
+        name: "where_a_lanes_pair_goes",
+        intro: "Step 06's sm80 twin without the shared-memory address of a lane's bf16 pair in the staging tile (the `stage` part): stmatrix, which finds rows for the Hopper twin, is sm_90 and newer. Until you write it, `exercise check 06.3` stops at NVRTC's error on the `____` line. The threads that send the tile to C read it as BN / 64 boxes of BM rows × 128 bytes, swizzled (the `store` part): write where they will look.",
+        edits: &[Edit {
+            find: "return staging + (col / 64) * (BM * ROW_BYTES) + swizzle_128b_offset(row, (col % 64) / 8) +\n                   2 * (col % 8);",
+            replace: concat!(
+                "// TODO(exercise 06.3): the byte address of element (row, col) of the tile: box col / 64,\n",
+                "            // its row `row`, the swizzled 16-byte chunk of col, and the pair's place in that chunk.\n",
+                "            return staging + ____;",
+            ),
+        }],
+        answer: Some("staging + (col / 64) · BM · 128 + swizzle_128b_offset(row, (col % 64) / 8) + 2 · (col % 8): the box, the swizzled chunk of the row, then 2 bytes per element within the chunk. It must be the layout the store loop reads; the swizzle also spreads a warp's 8 rows × 16 bytes over all 32 banks."),
+        hints: &[
+            "The store part reads chunk c of row r of box b at staging + b · BM · 128 + swizzle_128b_offset(r, c).",
+            "Column col is in box col / 64, chunk (col % 64) / 8, and element col % 8 of that chunk: 2 bytes each.",
+            "(col / 64) * (BM * ROW_BYTES) + swizzle_128b_offset(row, (col % 64) / 8) + 2 * (col % 8)",
+        ],
+        prediction: None,
+    },
+    Exercise {
+        id: "06.4",
+        step: 6,
+        targets: Targets::Ampere,
+        kind: Kind::FindTheBug,
+        title: "Where the 16-byte pieces go",
+        name: "where_the_pieces_go",
+        intro: "Step 06's sm80 twin with one planted bug in where its threads write the staged tile into C (the `store` part): `exercise check 06.4` fails verification. The first bad element: which column of the block's tile is it in, and was it written at all (NaN) or written wrong?",
+        edits: &[Edit {
+            find: "const int global_row = m0 + row, col = n0 + 8 * chunk;",
+            replace: "const int global_row = m0 + row, col = n0 + 8 * (chunk % 8);",
+        }],
+        answer: Some("A row of the tile is BN / 8 = 16 pieces of 16 bytes; piece `chunk` goes to column n0 + 8 · chunk. With chunk % 8 the second box's pieces (columns 64–127) were written over the first box's columns, and columns 64–127 of every block stayed NaN. The shared-memory address (chunk / 8, chunk % 8) was right: only the global column was wrong."),
+        hints: &[
+            "The bad elements are NaN: some columns of C are never written. Which ones, modulo 128?",
+            "Each row of the tile leaves as BN / 8 = 16 pieces: which global column does piece `chunk` start at?",
+            "col = n0 + 8 * chunk: the box is for the staging tile's address, not for C.",
         ],
         prediction: None,
     },

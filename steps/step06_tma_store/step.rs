@@ -8,11 +8,16 @@
 //! Blackwell (`sm100.cu`, assembled, not run here): step 05's kernel; each warp converts its 32 rows
 //! from Tensor Memory into two swizzled boxes of 32 rows × 64 columns in shared memory (16-byte stores,
 //! conflict-free) and one of its threads stores them with the TMA. The same `N % 8` fallback.
+//!
+//! sm80 twin (`sm80.cu`): step 05's sm80 kernel, whose epilogue writes C into a swizzled staging tile
+//! (`st.shared`, 4 bytes per lane) and then sends it out in whole rows, 16 bytes per thread.
 
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::run::registry::{launch_with_maps, tile_config, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{
+    launch_with_maps, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, Step, Targets,
+};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch (step 05's).
@@ -152,13 +157,53 @@ mod blackwell {
 
 const BLACKWELL: KernelFile = blackwell::KERNEL;
 
+/// The sm80 twin's tile and launch: step 05's, with C leaving through a swizzled staging tile in shared memory.
+mod sm80 {
+    use super::*;
+
+    /// Rows of `C` per block: two warps of 64 rows.
+    pub const BM: u32 = 128;
+    /// Columns of `C` per block: two warps of 64 columns.
+    pub const BN: u32 = 128;
+    /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// Four warps, 2 × 2, each a 64×64 quarter of the tile.
+    pub const THREADS: u32 = 128;
+    /// Blocks per SM the register budget is planned for (`__launch_bounds__`).
+    pub const BLOCKS_PER_SM: u32 = 2;
+    /// The A and B tiles, 32 KiB; C's staging tile (32 KiB) reuses them.
+    pub const SMEM_BYTES: u32 = (BM + BN) * BK * 2;
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step06_tma_store/sm80.cu",
+        source: include_str!("sm80.cu"),
+        targets: Targets::Ampere,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_with_pointers(func, stream, ops, tile_config(ops.shape, BM, BN, THREADS, SMEM_BYTES))
+    }
+}
+
+const SM80: KernelFile = sm80::KERNEL;
+
 pub const STEP: Step = Step {
     id: 6,
     name: "tma_store",
     title: "TMA store: the tile of C is staged in shared memory (swizzled) and written out by the TMA",
     predecessor: Some(5),
     format: Format::Bf16,
-    kernels: &[HOPPER, BLACKWELL],
+    // The sm80 twin last: a GPU takes the first file that serves it, so Hopper keeps its own.
+    kernels: &[HOPPER, BLACKWELL, SM80],
     alternatives: &[],
     workspace: None,
 };

@@ -10,11 +10,17 @@
 //! its 128 rows of A and half of the B tile (128 rows): the MMA reads the other half from the peer's
 //! shared memory, so B is not multicast but split. The leader issues the MMAs; both blocks' copies
 //! report to its barrier, and its commits are multicast to both blocks. Step 06's epilogue.
+//!
+//! sm80 twin (`sm80.cu`): no clusters or multicast below sm_90. One block of 256×128 (eight warps of
+//! 64×64) loads each B tile once for 256 rows, the bytes per flop of the Hopper pair, on a two-stage
+//! `cp.async` ring; step 06's sm80 epilogue.
 
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::run::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::run::registry::{
+    launch_with_maps_in, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets,
+};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile and launch: step 06's tile, in clusters, with a ring of two stages.
@@ -182,13 +188,56 @@ mod blackwell {
 
 const BLACKWELL: KernelFile = blackwell::KERNEL;
 
+/// The sm80 twin's tile and launch: no clusters below sm_90, so one block twice as tall shares each B tile inside its SM.
+mod sm80 {
+    use super::*;
+
+    /// Rows of `C` per block: four warps of 64 rows: B is loaded once for all 256.
+    pub const BM: u32 = 256;
+    /// Columns of `C` per block: two warps of 64 columns.
+    pub const BN: u32 = 128;
+    /// Depth of the K tile: 64 bf16 = one 128-byte swizzled row.
+    pub const BK: u32 = 64;
+    /// Eight warps, 4 × 2, each 64×64.
+    pub const THREADS: u32 = 256;
+    /// Blocks per SM the register budget is planned for (`__launch_bounds__`).
+    pub const BLOCKS_PER_SM: u32 = 1;
+    /// K tiles in the ring: the copies of tile t + 1 fly while tile t is multiplied.
+    pub const STAGES: u32 = 2;
+    /// Two stages of A (256 rows) and B (128 rows) tiles: 96 KiB, within the 99 KiB of RTX 40/50 and L4 parts; C's staging tile (64 KiB) reuses them.
+    pub const SMEM_BYTES: u32 = STAGES * (BM + BN) * BK * 2;
+
+    pub const KERNEL: KernelFile = KernelFile {
+        path: "steps/step07_multicast/sm80.cu",
+        source: include_str!("sm80.cu"),
+        targets: Targets::Ampere,
+        entry: "gemm",
+        defines: &[
+            ("BM", BM as u64),
+            ("BN", BN as u64),
+            ("BK", BK as u64),
+            ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+            ("STAGES", STAGES as u64),
+        ],
+        max_dynamic_smem: SMEM_BYTES,
+        launch,
+    };
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_with_pointers(func, stream, ops, tile_config(ops.shape, BM, BN, THREADS, SMEM_BYTES))
+    }
+}
+
+const SM80: KernelFile = sm80::KERNEL;
+
 pub const STEP: Step = Step {
     id: 7,
     name: "multicast",
     title: "Multicast: clusters of two blocks share each B tile, loaded once (Hopper: written into both by the TMA; Blackwell: split between them for one 2-SM MMA)",
     predecessor: Some(6),
     format: Format::Bf16,
-    kernels: &[HOPPER, BLACKWELL],
+    // The sm80 twin last: a GPU takes the first file that serves it, so Hopper keeps its own.
+    kernels: &[HOPPER, BLACKWELL, SM80],
     alternatives: &[],
     workspace: None,
 };

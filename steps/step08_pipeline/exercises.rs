@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "08.1",
         step: 8,
+        targets: Targets::Hopper,
         kind: Kind::FindTheBug,
         title: "The first pass",
         name: "the_first_pass",
@@ -31,6 +33,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "08.2",
         step: 8,
+        targets: Targets::Hopper,
         kind: Kind::FillTheGap,
         title: "Release the previous stage",
         name: "release_the_previous_stage",
@@ -56,6 +59,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "08.3",
         step: 8,
+        targets: Targets::Hopper,
         kind: Kind::PredictThenMeasure,
         title: "Two stages",
         name: "two_stages",

@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "09.1",
         step: 9,
+        targets: Targets::Hopper,
         kind: Kind::FillTheGap,
         title: "Which buffer?",
         name: "which_buffer",
@@ -34,6 +36,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "09.2",
         step: 9,
+        targets: Targets::Hopper,
         kind: Kind::PredictThenMeasure,
         title: "Three stages, double-buffered",
         name: "three_stages",

@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "10.1",
         step: 10,
+        targets: Targets::Hopper,
         kind: Kind::FindTheBug,
         title: "Square shapes only",
         name: "tile_order",
@@ -37,6 +39,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "10.2",
         step: 10,
+        targets: Targets::Hopper,
         kind: Kind::PredictThenMeasure,
         title: "Row-major order",
         name: "row_major_order",

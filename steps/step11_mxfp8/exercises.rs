@@ -5,11 +5,13 @@
 use crate::run::edit::Edit;
 #[allow(unused_imports)]
 use crate::run::exercise::{Exercise, Kind, Prediction};
+use crate::run::registry::Targets;
 
 pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "11.1",
         step: 11,
+        targets: Targets::Hopper,
         kind: Kind::FindTheBug,
         title: "Powers of two",
         name: "which_scale",
@@ -31,6 +33,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "11.2",
         step: 11,
+        targets: Targets::Hopper,
         kind: Kind::FillTheGap,
         title: "Even bytes, odd bytes",
         name: "even_and_odd",
@@ -56,6 +59,7 @@ pub const EXERCISES: &[Exercise] = &[
     Exercise {
         id: "11.3",
         step: 11,
+        targets: Targets::Hopper,
         kind: Kind::PredictThenMeasure,
         title: "After the pre-pass",
         name: "after_the_pre_pass",

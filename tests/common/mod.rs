@@ -124,3 +124,25 @@ fn hung_kernel(path: &'static str, source: &'static str, bounded: bool) -> &'sta
         launch: naive.launch,
     }))
 }
+
+/// Shapes no tile divides: M and N off every tile edge, K a multiple of 8 but not of any K tile.
+/// The cluster steps (07–10, two 128-row blocks along M) pair the 128-row tiles in clusters, so
+/// where M spans an odd number of 128-row tiles (M ≤ 128, or 256 < M ≤ 384, ...) the last cluster's
+/// second block lies wholly below C. N % 8 ≠ 0 takes the direct-store fallback instead of the TMA
+/// store; both meet the M edge, and both appear with N > 256 (more than one 256-column tile).
+pub const RAGGED: &[gemm_ladder::check::problem::Shape] = &[
+    // One element; a lone block beside an empty peer.
+    gemm_ladder::check::problem::Shape::new(1, 1, 8),
+    // Empty peer; direct stores, odd N.
+    gemm_ladder::check::problem::Shape::new(97, 131, 72),
+    // Empty peer; direct stores (odd N) in a second 256-column tile; 5 K tiles, more than any ring.
+    gemm_ladder::check::problem::Shape::new(100, 263, 264),
+    // Empty peer (3 M tiles); direct stores; a long K.
+    gemm_ladder::check::problem::Shape::new(257, 255, 4104),
+    // Empty peer (3 M tiles); TMA stores, partial boxes on the M and N edges; 4 K tiles.
+    gemm_ladder::check::problem::Shape::new(300, 520, 200),
+    // Even M tiles; direct stores (even N) in 5 tiles of 256 columns.
+    gemm_ladder::check::problem::Shape::new(1000, 1030, 136),
+    // Empty peer (33 M tiles); direct stores, odd N.
+    gemm_ladder::check::problem::Shape::new(4099, 129, 520),
+];
