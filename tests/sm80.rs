@@ -1,5 +1,5 @@
-//! The sm80 twins (`sm80.cu`, issue 26) on a GPU, whatever its family: every process of this file runs
-//! with `--twin sm80` chosen, as `stepNN --twin sm80` does, so each twin is verified against the same
+//! The sm80 twins (`sm80.cu`, issue 26) on a GPU, whatever its family: every session of this file runs
+//! the sm80 twin, as `stepNN --twin sm80` does, so each twin is verified against the same
 //! twin's previous step (step 04's against step 03) and cuBLAS, at the shapes every step is verified
 //! at and at K = 8; the mma.sync ceilings measure; a twin the GPU does not have is refused in one
 //! line. Without a GPU each test is reported as ignored, with the reason.
@@ -9,7 +9,7 @@ mod common;
 use common::Ran;
 
 use gemm_ladder::check::problem::Shape;
-use gemm_ladder::run::registry::{self, Twin};
+use gemm_ladder::run::registry::Twin;
 use gemm_ladder::run::session::{RunOptions, Session};
 use std::sync::Mutex;
 
@@ -22,7 +22,6 @@ const TWIN_STEPS: [u8; 4] = [4, 5, 6, 7];
 fn every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_shapes() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
     let mut gpu = common::gpu()?;
-    registry::choose_twin(Some(Twin::Sm80));
     let check_only = RunOptions {
         check_only: true,
         iters: None,
@@ -32,7 +31,9 @@ fn every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_
     // K = 8, one k16 slice half zero-filled, at sizes that span several blocks.
     shapes.extend([Shape::new(200, 190, 8), Shape::new(513, 1000, 8)]);
     for (i, &shape) in shapes.iter().enumerate() {
-        let mut session = Session::new(gpu, shape, 2600 + i as u64).unwrap_or_else(|e| panic!("{e}"));
+        let mut session = Session::new(gpu, shape, 2600 + i as u64)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_twin(Some(Twin::Sm80));
         for id in TWIN_STEPS {
             let outcome = session
                 .run_step(id, &check_only)
@@ -63,8 +64,9 @@ fn every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_
 fn an_sm80_run_records_the_mma_sync_ceilings() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
     let gpu = common::gpu()?;
-    registry::choose_twin(Some(Twin::Sm80));
-    let mut session = Session::new(gpu, Shape::square(2048), 26).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = Session::new(gpu, Shape::square(2048), 26)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_twin(Some(Twin::Sm80));
     let timed = RunOptions {
         check_only: false,
         iters: Some(20),
