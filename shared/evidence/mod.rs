@@ -597,11 +597,11 @@ pub struct StepKernel<'a> {
 /// ([`longest_kernel`]).
 pub fn run_ncu(
     ncu: &Path,
+    child: &Path,
     request: ChildRequest,
     kernel: Option<StepKernel<'_>>,
     clock: ClockControl,
 ) -> Result<NcuCounters> {
-    let exe = std::env::current_exe().map_err(Error::io("finding this program's path"))?;
     let available = available_metrics(ncu);
     let tool = ncu_version(ncu);
     let which: Vec<&str> = match kernel {
@@ -617,7 +617,7 @@ pub fn run_ncu(
             .args(["--clock-control", clock.ncu_value()])
             .args(["--csv", "--page", "raw", "--print-units", "base"])
             .args(["--section", "WarpStateStats", "--metrics", &metrics.join(",")])
-            .arg(&exe)
+            .arg(child)
             .env(CHILD_ENV, request.encode())
             .output()
             .map_err(Error::io(format!("running {}", ncu.display())))?;
@@ -677,6 +677,15 @@ pub fn run_ncu(
 /// measured with `clock`; or says in one line why it cannot and leaves the computed evidence marked
 /// as such.
 pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockControl) {
+    match std::env::current_exe() {
+        Ok(this) => profile_records_with(&this, records, seed, clock),
+        Err(e) => println!("--profile: cannot find this program's path ({e}): recording the computed evidence only"),
+    }
+}
+
+/// [`profile_records`] with `child` as the program ncu runs: any `stepNN` or `ladder` binary, which
+/// turns into the profiling child when [`CHILD_ENV`] asks (the tests, whose own program is not one).
+pub fn profile_records_with(child: &Path, records: &mut [StepRecord], seed: u64, clock: ClockControl) {
     let Some(ncu) = find_ncu() else {
         println!("--profile: Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute: recording the computed evidence only");
         for r in records.iter_mut() {
@@ -716,7 +725,7 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
             cublas_ncu: None,
             cublas_baseline: crate::run::results::Baseline::CublasBf16C,
         });
-        match run_ncu(&ncu, request, Some(kernel), clock) {
+        match run_ncu(&ncu, child, request, Some(kernel), clock) {
             Ok(counters) => {
                 profile.source = ProfileSource::Ncu;
                 profile.note = None;
@@ -737,7 +746,7 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
             Some((_, counters)) => counters.clone(),
             None => {
                 let request = ChildRequest { subject, ..request };
-                let counters = match run_ncu(&ncu, request, None, clock) {
+                let counters = match run_ncu(&ncu, child, request, None, clock) {
                     Ok(counters) => {
                         println!(
                             "  {} ({}): {}",
@@ -781,8 +790,14 @@ pub fn summary_line(compulsory_bytes: u64, c: &NcuCounters) -> String {
     if let Some(v) = c.get("tensor_pipe_pct") {
         parts.push(format!("tensor pipe {v:.0}%"));
     }
+    if let Some(v) = c.get("smem_ld_wavefronts") {
+        parts.push(format!("shared loads {:.3} M wavefronts", v / 1e6));
+    }
     if let Some(v) = c.get("cycles_elapsed") {
         parts.push(format!("{:.3} M cycles", v / 1e6));
+    }
+    if let Some(v) = c.get("duration_ns") {
+        parts.push(format!("{:.1} µs under ncu", v / 1e3));
     }
     if let Some(s) = c.stalls.first() {
         parts.push(format!("top stall {}", s.reason));
