@@ -207,9 +207,9 @@ pub struct StepRecord {
     /// kernel and timed in the same loop. Written only when there are some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<AlternativeRecord>,
-    /// An sm80 twin's run: the GPU's `mma.sync` ceilings, timed beside cuBLAS right after the step in
-    /// the same process ([`crate::run::ceiling`]); the book's "× ceiling" divides by its ldmatrix-fed
-    /// rate. `None` for every other kernel.
+    /// An sm80 twin's run: the GPU's `mma.sync` ceilings, timed in the twin's own loop
+    /// ([`crate::run::ceiling`]); the book's "× ceiling" is [`StepRecord::ceiling_ratio`]. `None` for
+    /// every other kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mma_sync_ceiling: Option<MmaSyncCeiling>,
 }
