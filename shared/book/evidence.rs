@@ -3,6 +3,7 @@
 //! | directive                      | becomes                                                          |
 //! |--------------------------------|------------------------------------------------------------------|
 //! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's and cuBLAS's, per GPU |
+//! | `{{#ladder-evidence step05 sm80}}` | the same for the sm80 twin (and `-value`/`-delta … KEY sm80`) |
 //! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
 //! | `{{#ladder-evidence-value step06 KEY}}` | inline: one quantity of the step's evidence, per GPU |
