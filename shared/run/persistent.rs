@@ -63,7 +63,11 @@ impl PersistentGemm {
     /// not change during a run and the launches of a timing loop should not each ask. A kernel of which
     /// no cluster fits is refused in one line.
     pub fn clusters_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
-        let key = (function.cu_function() as usize, self.threads, self.smem, self.blocks());
+        // A function the loader does not know is asked every time (every kernel of the crate is known).
+        let Some(load) = crate::run::loader::load_of(function) else {
+            return max_active_clusters(function, stream, &self.launch(1));
+        };
+        let key = (load, self.threads, self.smem, self.blocks());
         let known = CLUSTERS_FIT
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -105,9 +109,9 @@ impl PersistentGemm {
     }
 }
 
-/// A kernel (its handle) and the configuration the driver was asked about: threads, shared memory,
-/// blocks per cluster.
-type ClusterQuestion = (usize, u32, u32, u32);
+/// A kernel (its load, which no other kernel shares, [`crate::run::loader::LoadId`]) and the
+/// configuration the driver was asked about: threads, shared memory, blocks per cluster.
+type ClusterQuestion = (crate::run::loader::LoadId, u32, u32, u32);
 
 /// Every answer `cuOccupancyMaxActiveClusters` gave this process ([`PersistentGemm::clusters_fit`]),
 /// kept so that launches reuse it and the run's record can carry it ([`clusters_fit`]).
@@ -116,13 +120,13 @@ static CLUSTERS_FIT: Mutex<Option<std::collections::HashMap<ClusterQuestion, u32
 /// What the driver answered for `function`, if this process asked: (blocks per cluster, clusters
 /// that fit on the GPU at once). With several configurations asked about, the one with most clusters.
 pub fn clusters_fit(function: &CudaFunction) -> Option<(u32, u32)> {
-    let handle = function.cu_function() as usize;
+    let load = crate::run::loader::load_of(function)?;
     CLUSTERS_FIT
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()?
         .iter()
-        .filter(|(asked, _)| asked.0 == handle)
+        .filter(|(asked, _)| asked.0 == load)
         .map(|(asked, clusters)| (asked.3, *clusters))
         .max_by_key(|fit| fit.1)
 }

@@ -482,7 +482,7 @@ mod hopper {
             cluster_blocks: tile.blocks(),
             clusters: fit,
         });
-        tell_plan(super::STEP.id, shape, Plan { text, clusters_fit });
+        tell_plan(&KERNEL, shape, Plan { text, clusters_fit });
     }
 
     /// The tile chosen for `shape`, once per GPU context and shape: choosing loads every tile's
