@@ -339,7 +339,14 @@ impl LadderResults {
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
                 ("ladder-evidence", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
-                    crate::book::evidence::evidence_table(&self.files, id)
+                    crate::book::evidence::evidence_table(&self.files, id, None)
+                }
+                ("ladder-evidence", [step, cited]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    let name = cited.strip_prefix("before=").ok_or_else(|| {
+                        bad("the second argument is before=REVISION or before=SOURCE_HASH: the superseded record to show")
+                    })?;
+                    crate::book::evidence::evidence_table(&self.files, id, Some(name))
                 }
                 ("ladder-timeline", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
@@ -382,7 +389,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [before=REVISION], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };

@@ -574,7 +574,7 @@ mod tests {
             });
         }
         profiled.records.retain(|r| r.shape.m == 4096);
-        let evidence = crate::book::evidence::evidence_table(&[profiled], 3);
+        let evidence = crate::book::evidence::evidence_table(&[profiled], 3, None);
         assert!(
             evidence.contains("| | 02 smem_tiling † | 03 register_tiling ° |") && evidence.contains("† measured on"),
             "{evidence}"

@@ -394,12 +394,19 @@ impl StepRecord {
         self.static_smem_bytes.unwrap_or(0) + self.dynamic_smem_bytes
     }
 
-    /// What a new record replaces: a sweep record replaces a sweep record of the same step and shape,
-    /// and a plain run a plain run, so the two kinds never overwrite each other.
-    /// What a new record replaces: the same step, twin, shape and sweep. A step's sm80 twin is
-    /// recorded beside its Hopper kernel on the same GPU, not over it.
+    /// What a new record replaces: the same step, twin, shape and sweep. A sweep record and a plain
+    /// run never overwrite each other, and a step's sm80 twin is recorded beside its Hopper kernel on
+    /// the same GPU, not over it.
     fn key(&self) -> (u8, bool, Shape, bool) {
         (self.step, self.is_sm80_twin(), self.shape, self.sweep)
+    }
+
+    /// Whether `name` names this record: a prefix of at least 7 characters of the revision it was
+    /// recorded at or of its source hash's digits, or the whole hash.
+    fn is_named(&self, name: &str) -> bool {
+        let digits = name.strip_prefix("fnv1a64:").unwrap_or(name);
+        let hash_digits = self.source_hash.as_deref().map(|h| h.strip_prefix("fnv1a64:").unwrap_or(h));
+        digits.len() >= 7 && (self.git.starts_with(digits) || hash_digits.is_some_and(|h| h.starts_with(digits)))
     }
 
     /// Whether the kernel recorded is a step's sm80 twin (`sm80.cu`).
@@ -413,9 +420,11 @@ impl StepRecord {
 pub struct ResultsFile {
     pub device: DeviceInfo,
     pub records: Vec<StepRecord>,
-    /// Profiled records that a record of a different kernel (another source hash) replaced: the
-    /// newest per (step, shape, sweep). The evidence table shows the step before its last change
-    /// beside the step now, so that a change's effect on the counters stays in the book.
+    /// Profiled records that a record of a different kernel (another source hash) replaced: a history
+    /// per (step, twin, shape, sweep), oldest first, that only grows, so that re-recording a step never
+    /// drops a record a chapter compares against. A chapter's evidence table shows one of them as the
+    /// step "before" a change, chosen by name ([`ResultsFile::superseded_named`]). Files from before the
+    /// history kept only the newest record per key in this same list: they load as they are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<StepRecord>,
 }
@@ -428,7 +437,8 @@ impl ResultsFile {
 
     /// Adds `new` records, replacing any with the same (step, shape, sweep), and sorts by that key.
     /// When `new` itself repeats a key, the last one wins. A profiled record replaced by one of a
-    /// different kernel is kept in [`ResultsFile::superseded`].
+    /// different kernel is appended to [`ResultsFile::superseded`] (the sort is stable: a key's history
+    /// stays oldest first).
     pub fn merge(&mut self, new: &[StepRecord]) {
         for record in new {
             match self.records.iter_mut().find(|r| r.key() == record.key()) {
@@ -436,7 +446,6 @@ impl ResultsFile {
                     let replaced = std::mem::replace(old, record.clone());
                     let profiled = replaced.profile.as_ref().is_some_and(|p| p.ncu.is_some());
                     if profiled && replaced.source_hash != record.source_hash {
-                        self.superseded.retain(|r| r.key() != replaced.key());
                         self.superseded.push(replaced);
                     }
                 }
@@ -447,9 +456,15 @@ impl ResultsFile {
         self.superseded.sort_by_key(|r| r.key());
     }
 
-    /// The profiled record that `record`'s kernel replaced at its step and shape, if one is kept.
-    pub fn superseded_by(&self, record: &StepRecord) -> Option<&StepRecord> {
-        self.superseded.iter().find(|r| r.key() == record.key())
+    /// The superseded record of `record`'s step, twin, shape and sweep that `name` names: the revision
+    /// it was recorded at (`e47ae65`: a prefix of its `git` of at least 7 characters) or its source hash
+    /// (`fnv1a64:da41689f24f7aae1`, or a prefix of at least 7 of its hex digits). The newest of several
+    /// that match.
+    pub fn superseded_named(&self, record: &StepRecord, name: &str) -> Option<&StepRecord> {
+        self.superseded
+            .iter()
+            .rev()
+            .find(|r| r.key() == record.key() && r.is_named(name))
     }
 }
 
