@@ -46,7 +46,6 @@
 #include "tma.cuh"
 #include "stmatrix.cuh"
 #include "wgmma.cuh"
-#include "wgmma_k64.cuh"
 #include "cluster.cuh"
 #include "warpgroup.cuh"
 #include "flag.cuh"
