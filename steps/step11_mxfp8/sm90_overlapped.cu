@@ -358,7 +358,7 @@ extern "C" __global__ __launch_bounds__(THREADS, 1) void gemm(const __grid_const
                 // refills the slot.
                 asm volatile("fence.proxy.async.global;" ::: "memory");
                 __syncwarp();
-                if (lane == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag(t, u)), "r"(epoch) : "memory");
+                if (lane == 0) flag_release(flag(t, u), epoch);
                 load(j + UNIT_SLOTS);
             }
             // ANCHOR_END: converters
