@@ -588,7 +588,7 @@ mod tests {
         let alternative = |hash: Option<String>| crate::run::results::AlternativeRecord {
             name: "promote".into(),
             design: "design (a)".into(),
-            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            kernel: "steps/step11_mxfp8/alternatives/sm90_promote.cu".into(),
             source_hash: hash,
             time: mx.time.clone(),
             ratio_bf16: 0.227,
@@ -675,7 +675,7 @@ mod tests {
         mx.alternatives.push(crate::run::results::AlternativeRecord {
             name: "promote".into(),
             design: "design (a)".into(),
-            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            kernel: "steps/step11_mxfp8/alternatives/sm90_promote.cu".into(),
             source_hash: None,
             time,
             ratio_bf16: 0.4,
@@ -725,7 +725,7 @@ mod tests {
         mx.alternatives.push(crate::run::results::AlternativeRecord {
             name: "promote".into(),
             design: "design (a)".into(),
-            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            kernel: "steps/step11_mxfp8/alternatives/sm90_promote.cu".into(),
             source_hash: Some(provenance::source_hash(promote_kernel())),
             time,
             ratio_bf16: 0.227,

@@ -459,7 +459,7 @@ mod tests {
                 .into(),
         );
         let checks = [wide.checks[0].clone(), failed];
-        let text = checks_text("steps/step11_mxfp8/sm90_fused.cu", wide.shape, &checks);
+        let text = checks_text("steps/step11_mxfp8/alternatives/sm90_fused.cu", wide.shape, &checks);
         assert!(widest(&text) <= COLUMNS, "{} columns:\n{text}", widest(&text));
         assert!(
             text.contains("FAIL: C[4095, 17] = NaN") && text.contains("elementwise |d| <="),
@@ -483,7 +483,7 @@ mod tests {
         mx.alternatives = vec![crate::run::results::AlternativeRecord {
             name: "promote".into(),
             design: "promotes the accumulators to fp32 every K tile".into(),
-            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            kernel: "steps/step11_mxfp8/alternatives/sm90_promote.cu".into(),
             source_hash: None,
             time: mx.time.clone(),
             ratio_bf16: 0.9,
