@@ -59,11 +59,7 @@ fn shows_the_diff_of_an_alternative_against_its_step() {
     for name in ["overlapped", "fused", "smem_b", "promote"] {
         let out = diff_steps(&["11", "--alternative", name]);
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(
             stdout.contains("--- a/steps/step11_mxfp8/sm90.cu")
                 && stdout.contains(&format!("+++ b/steps/step11_mxfp8/alternatives/sm90_{name}.cu")),
@@ -73,7 +69,10 @@ fn shows_the_diff_of_an_alternative_against_its_step() {
     // Options after the name go to `git diff`.
     let out = diff_steps(&["11", "--alternative", "overlapped", "--stat"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && stdout.contains("sm90_overlapped.cu"), "{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("sm90_overlapped.cu"),
+        "{stdout}"
+    );
 }
 
 #[test]

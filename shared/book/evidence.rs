@@ -777,7 +777,10 @@ mod tests {
         for cited in ["e47ae6", "0123abcd"] {
             let text = evidence_table(std::slice::from_ref(&file), 11, Some(cited));
             assert!(text.contains("| | 10 persistent | 11 mxfp8 † |"), "{text}");
-            assert!(text.contains(&format!("as recorded at `{cited}`, is not kept")), "{text}");
+            assert!(
+                text.contains(&format!("as recorded at `{cited}`, is not kept")),
+                "{text}"
+            );
         }
         // An unprofiled record replaced is not kept: nothing to show.
         let mut unprofiled = profiled(11, "mxfp8", false);
@@ -817,7 +820,9 @@ mod tests {
             r.profile = None;
         }
         assert!(evidence_table(&[bare], 5, None).starts_with("Not profiled yet on NVIDIA H200"));
-        assert!(evidence_table(std::slice::from_ref(&file), 9, None).starts_with("Not profiled yet: nothing is recorded"));
+        assert!(
+            evidence_table(std::slice::from_ref(&file), 9, None).starts_with("Not profiled yet: nothing is recorded")
+        );
         let l2 = l2_roofline(&[file]);
         assert!(
             l2.contains("| 05 swizzle128 | 4096x4096x4096 | 64.0 | 9.34 TB/s |"),

@@ -405,7 +405,10 @@ impl StepRecord {
     /// recorded at or of its source hash's digits, or the whole hash.
     fn is_named(&self, name: &str) -> bool {
         let digits = name.strip_prefix("fnv1a64:").unwrap_or(name);
-        let hash_digits = self.source_hash.as_deref().map(|h| h.strip_prefix("fnv1a64:").unwrap_or(h));
+        let hash_digits = self
+            .source_hash
+            .as_deref()
+            .map(|h| h.strip_prefix("fnv1a64:").unwrap_or(h));
         digits.len() >= 7 && (self.git.starts_with(digits) || hash_digits.is_some_and(|h| h.starts_with(digits)))
     }
 
