@@ -3,11 +3,11 @@
 //! twins feed it, timed in one alternating loop with cuBLAS bf16. An sm80 twin's record carries it, so
 //! its "× ceiling" compares two kernels that ran minutes apart in one process, at the same clocks.
 
-use crate::check::problem::{random_bf16, Operand};
+use crate::check::problem::{random_bf16, Operand, Shape};
+use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
 use crate::run::registry::{GemmOperands, KernelFile, Targets};
 use crate::run::results::{CeilingTiming, MmaSyncCeiling};
-use crate::run::session::Session;
 use crate::run::timing::{self, Contender};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 
@@ -95,9 +95,15 @@ impl Probe {
     }
 }
 
-/// Times both ceiling kernels and cuBLAS bf16 (at the session's shape) in one alternating loop.
-pub fn measure(session: &Session, iters: Option<u32>) -> Result<MmaSyncCeiling> {
-    let gpu = &session.gpu;
+/// Times both ceiling kernels and cuBLAS bf16 at `shape` (`cublas_bf16` launches it on input set
+/// `i`, as a [`Contender`] does) in one alternating loop; `seed` makes the kernels' random operands.
+pub fn measure(
+    gpu: &Gpu,
+    shape: Shape,
+    seed: u64,
+    iters: Option<u32>,
+    cublas_bf16: &mut dyn FnMut(usize) -> Result<()>,
+) -> Result<MmaSyncCeiling> {
     let sms = gpu.info.sms;
     let (registers, _) = crate::run::loader::load_in(&gpu.ctx, gpu.major, gpu.minor, &REGISTERS)?;
     let (ldmatrix, _) = crate::run::loader::load_in(&gpu.ctx, gpu.major, gpu.minor, &LDMATRIX)?;
@@ -105,7 +111,7 @@ pub fn measure(session: &Session, iters: Option<u32>) -> Result<MmaSyncCeiling> 
     // holds 128 accumulators per thread, so one block per SM, as step 07's sm80 twin.
     let registers = Probe::new(registers, 4 * sms, 0, CHAINS * MMA_FLOPS);
     let ldmatrix = Probe::new(ldmatrix, sms, LDMATRIX_SMEM, 4.0 * 32.0 * MMA_FLOPS);
-    let random: Vec<u16> = random_bf16(session.seed(), Operand::A, 2 * RANDOM_WORDS)
+    let random: Vec<u16> = random_bf16(seed, Operand::A, 2 * RANDOM_WORDS)
         .iter()
         .map(|v| v.to_bits())
         .collect();
@@ -119,10 +125,9 @@ pub fn measure(session: &Session, iters: Option<u32>) -> Result<MmaSyncCeiling> 
     let (random_ptr, sink_ptr) = (address(&random, stream), address(&sink, stream));
     let mut run_registers = |_: usize| registers.launch(stream, random_ptr, sink_ptr);
     let mut run_ldmatrix = |_: usize| ldmatrix.launch(stream, random_ptr, sink_ptr);
-    let mut run_cublas = |i: usize| session.launch_cublas_bf16(i);
     let measured = timing::measure(
         gpu,
-        session.shape,
+        shape,
         iters,
         &mut [
             Contender {
@@ -135,7 +140,7 @@ pub fn measure(session: &Session, iters: Option<u32>) -> Result<MmaSyncCeiling> 
             },
             Contender {
                 name: "cuBLAS bf16",
-                launch: &mut run_cublas,
+                launch: cublas_bf16,
             },
         ],
     )?;

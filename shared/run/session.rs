@@ -654,7 +654,10 @@ impl Session {
         let mut record = record;
         if kernel.file.targets == Targets::Ampere {
             // An sm80 twin is read against the GPU's mma.sync ceiling, timed now, at the same clocks.
-            record.mma_sync_ceiling = Some(crate::run::ceiling::measure(self, options.iters)?);
+            let mut cublas_bf16 = |set: usize| self.launch_cublas_bf16(set);
+            let ceiling =
+                crate::run::ceiling::measure(&self.gpu, self.shape, self.seed(), options.iters, &mut cublas_bf16);
+            record.mma_sync_ceiling = Some(ceiling?);
         }
         Ok(StepOutcome {
             checks,
