@@ -17,3 +17,4 @@ pub mod session;
 pub mod steps;
 pub mod sweep;
 pub mod timing;
+pub mod workspace;

@@ -8,7 +8,7 @@ use crate::check::problem::Shape;
 use crate::device::arch::Arch;
 use crate::encoding::tma::TensorMap;
 use crate::error::{Error, Result};
-use crate::run::persistent::{WorkspaceFn, WorkspaceView};
+use crate::run::workspace::{WorkspaceFn, WorkspaceView};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use std::ffi::c_void;
 
@@ -231,7 +231,7 @@ pub struct GemmOperands {
     /// MXFP8: `B`'s e8m0 scales, blocked layout; 0 otherwise.
     pub scale_b: u64,
     /// The session's workspace for this launch: flags, scratch and a new epoch
-    /// ([`crate::run::persistent::Workspace`]), sized for the step before its first launch
+    /// ([`crate::run::workspace::Workspace`]), sized for the step before its first launch
     /// ([`Step::workspace`]); empty for a step that needs none.
     pub workspace: WorkspaceView,
     pub shape: Shape,

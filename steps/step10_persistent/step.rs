@@ -25,7 +25,8 @@ mod hopper {
     use super::*;
     use crate::encoding::tma::{TensorMap, TmaElement};
     use crate::error::Error;
-    use crate::run::persistent::{MatrixMap, WorkspaceNeed};
+    use crate::run::persistent::MatrixMap;
+    use crate::run::workspace::WorkspaceNeed;
     use std::sync::Mutex;
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
@@ -415,7 +416,7 @@ mod hopper {
     /// Blocks a launch has flags for: more than any GPU holds at once (one block per SM).
     const FLAG_BLOCKS: u64 = 1024;
 
-    /// What step 10 needs of the session's workspace (`persistent::Workspace`): one flag per consumer
+    /// What step 10 needs of the session's workspace (`workspace::Workspace`): one flag per consumer
     /// warpgroup of every block, then a 128×BN fp32 partial tile per block, for as many blocks as the
     /// GPU holds at once (one per SM) of the widest tile (128 KiB each). The session allocates it,
     /// zeroed, before the step's first launch, grows it and never shrinks it, and frees it with the
@@ -653,7 +654,7 @@ mod hopper {
         #[test]
         fn the_workspace_holds_a_stream_k_launch_of_every_block() {
             use crate::check::problem::Shape;
-            use crate::run::persistent::WorkspaceView;
+            use crate::run::workspace::WorkspaceView;
             let shape = Shape::square(8192);
             let need = workspace(shape, 132);
             let (scratch_at, _) = need.layout();

@@ -239,7 +239,7 @@ mod tests {
     use super::super::workspace;
     use super::*;
     use crate::check::problem::Shape;
-    use crate::run::persistent::WorkspaceView;
+    use crate::run::workspace::WorkspaceView;
 
     fn operands(shape: Shape, workspace: WorkspaceView) -> GemmOperands {
         GemmOperands {

@@ -34,12 +34,12 @@ use self::launch::{BOperand, HopperLaunch, SharedOperand};
 use crate::check::problem::Shape;
 use crate::encoding::tma::TmaSwizzle;
 use crate::error::Result;
-use crate::run::persistent::WorkspaceNeed;
 use crate::run::registry::{Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::workspace::WorkspaceNeed;
 use cudarc::driver::{CudaFunction, CudaStream};
 
 // ANCHOR: workspace
-/// What step 11 needs of the session's workspace (`persistent::Workspace`): room for B converted to
+/// What step 11 needs of the session's workspace (`workspace::Workspace`): room for B converted to
 /// bf16 (N×K), and a flag for each unit of that conversion (32 rows of B by one K tile of 64), which
 /// the alternative "overlapped" raises to its launch's epoch. The flags come first, zeroed when the
 /// workspace is made; the scratch after them, on a 1024-byte boundary.
