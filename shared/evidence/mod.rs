@@ -23,8 +23,9 @@ use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
 pub use crate::run::profile::{
-    block_threads, computed, computed_for_shape, ClustersFit, Computed, NcuCounters, Profile, ProfileSource, Stall,
+    block_threads, computed, computed_for_shape, Computed, NcuCounters, Profile, ProfileSource, Stall,
 };
+pub use crate::run::registry::ClustersFit;
 use crate::run::results::StepRecord;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

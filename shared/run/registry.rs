@@ -610,6 +610,14 @@ fn is_too_large_to_co_reside(status: cudarc::driver::sys::CUresult) -> bool {
     status == cudarc::driver::sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
 }
 
+/// The driver's answer to "how many clusters of this kernel fit on the GPU at once" (a record keeps it
+/// in its profile, `crate::run::profile::Computed::clusters_fit`, and in its step's [`Plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClustersFit {
+    pub cluster_blocks: u32,
+    pub clusters: u32,
+}
+
 /// What a step's launch chose for a shape, as it told it ([`tell_plan`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -618,7 +626,7 @@ pub struct Plan {
     /// For a persistent launch, the grid of the kernel it chose: its blocks per cluster and how many
     /// of its clusters the driver said fit at once. The record keeps this rather than the answer for
     /// the step's own compilation, which may not be the kernel that ran.
-    pub clusters_fit: Option<crate::run::profile::ClustersFit>,
+    pub clusters_fit: Option<ClustersFit>,
 }
 
 /// What launches chose per step and shape, as they told it (step 10: its tile and decomposition).

@@ -479,7 +479,7 @@ mod hopper {
             tile.bn,
             d.describe()
         );
-        let clusters_fit = Some(crate::run::profile::ClustersFit {
+        let clusters_fit = Some(crate::run::registry::ClustersFit {
             cluster_blocks: tile.blocks(),
             clusters: fit,
         });
