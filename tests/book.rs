@@ -250,7 +250,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         cublas_sgemm: Some(timing(0.0789, shape)),
         ratio_bf16: 0.370_731_7,
         ratio_sgemm: Some(0.641_463_4),
-        baseline: gemm_ladder::run::results::Baseline::CublasBf16C,
+        baseline: gemm_ladder::run::registry::Baseline::CublasBf16C,
         timing_method: TimingMethod::Alternating,
         warmup_ms: Some(812.0),
         clocks: Some(ClockSummary {

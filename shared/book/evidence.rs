@@ -19,7 +19,8 @@
 use crate::book::quoted::{self, QUOTED, SOURCES};
 use crate::evidence::timeline;
 use crate::evidence::{Profile, ProfileSource};
-use crate::run::results::{significant, Baseline, ResultsFile, StepRecord};
+use crate::run::registry::Baseline;
+use crate::run::results::{significant, ResultsFile, StepRecord};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -243,7 +244,7 @@ fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
         ),
         ncu: Some(counters),
         cublas_ncu: None,
-        cublas_baseline: crate::run::results::Baseline::CublasBf16C,
+        cublas_baseline: crate::run::registry::Baseline::CublasBf16C,
     });
     Some(cublas)
 }

@@ -426,7 +426,7 @@ impl LadderResults {
                 let like_for_like = file
                     .records
                     .iter()
-                    .any(|r| !r.sweep && r.headline().baseline == crate::run::results::Baseline::CublasF32C);
+                    .any(|r| !r.sweep && r.headline().baseline == crate::run::registry::Baseline::CublasF32C);
                 if like_for_like {
                     let _ = writeln!(
                         out,

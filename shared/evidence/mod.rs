@@ -261,9 +261,9 @@ pub enum ChildSubject {
 impl ChildSubject {
     /// The cuBLAS baseline a step of `format` is profiled beside.
     pub fn baseline_of(format: crate::run::registry::Format) -> ChildSubject {
-        match crate::run::results::Baseline::of_format(format) {
-            crate::run::results::Baseline::CublasBf16C => ChildSubject::CublasBf16,
-            crate::run::results::Baseline::CublasF32C => ChildSubject::CublasF32CDequantized,
+        match crate::run::registry::Baseline::of_format(format) {
+            crate::run::registry::Baseline::CublasBf16C => ChildSubject::CublasBf16,
+            crate::run::registry::Baseline::CublasF32C => ChildSubject::CublasF32CDequantized,
         }
     }
 }
@@ -640,7 +640,7 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
             computed: computed_for_shape(record.shape, format, format.c_element_bytes()),
             ncu: None,
             cublas_ncu: None,
-            cublas_baseline: crate::run::results::Baseline::CublasBf16C,
+            cublas_baseline: crate::run::registry::Baseline::CublasBf16C,
         });
         match run_ncu(&ncu, request, Some(kernel), clock) {
             Ok(counters) => {
@@ -657,7 +657,7 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
         }
         let format = crate::run::steps::get(record.step).map_or(crate::run::registry::Format::Bf16, |s| s.format);
         let subject = ChildSubject::baseline_of(format);
-        let baseline = crate::run::results::Baseline::of_format(format);
+        let baseline = crate::run::registry::Baseline::of_format(format);
         let known = cublas_by_shape.iter().find(|(key, _)| *key == (record.shape, subject));
         let cublas = match known {
             Some((_, counters)) => counters.clone(),

@@ -3,8 +3,8 @@
 //! Nsight Compute's counters ([`crate::evidence`], which stands on this layer and fills them in).
 
 use crate::device::gpu::Gpu;
+use crate::run::registry::Baseline;
 use crate::run::registry::{ClustersFit, Format, KernelFile};
-use crate::run::results::Baseline;
 use crate::shape::Shape;
 use cudarc::driver::sys::CUdevice_attribute_enum as DevAttr;
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;

@@ -211,6 +211,58 @@ impl Format {
     }
 }
 
+/// The cuBLAS a step's headline ratio is against, like for like with its [`Format`]'s C
+/// (`crate::run::results::StepRecord::baseline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Baseline {
+    /// cuBLAS bf16 in, fp32 compute, bf16 C (`StepRecord::cublas_bf16`): the bf16 steps' output.
+    #[default]
+    CublasBf16C,
+    /// cuBLAS on the exactly dequantized MXFP8 operands (bf16 in), fp32 C (`MxBaselines::cublas_f32_c`):
+    /// the MXFP8 step's output type, so like for like.
+    CublasF32C,
+}
+
+impl Baseline {
+    /// `cuBLAS (bf16 C)`: how tables, the console and the figure name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Baseline::CublasBf16C => "cuBLAS (bf16 C)",
+            Baseline::CublasF32C => "cuBLAS (fp32 C)",
+        }
+    }
+
+    /// Bytes an element of the `C` this cuBLAS writes.
+    pub fn c_element_bytes(self) -> u64 {
+        match self {
+            Baseline::CublasBf16C => 2,
+            Baseline::CublasF32C => 4,
+        }
+    }
+
+    /// `bf16 C`: the output type alone, for a cell that differs from its column's.
+    pub fn output(self) -> &'static str {
+        match self {
+            Baseline::CublasBf16C => "bf16 C",
+            Baseline::CublasF32C => "fp32 C",
+        }
+    }
+
+    /// The baseline of a step of `format`: like for like, the cuBLAS that writes the step's C.
+    pub fn of_format(format: Format) -> Baseline {
+        match format {
+            Format::Bf16 => Baseline::CublasBf16C,
+            Format::Mxfp8 => Baseline::CublasF32C,
+        }
+    }
+
+    /// Whether this is the default, [`Baseline::CublasBf16C`] (which records leave unwritten).
+    pub fn is_bf16_c(&self) -> bool {
+        *self == Baseline::CublasBf16C
+    }
+}
+
 /// Device pointers and shape handed to a launch. Pointers are raw so that the timing loop can rotate
 /// through input sets without re-borrowing buffers.
 ///

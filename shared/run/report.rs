@@ -400,7 +400,7 @@ mod tests {
         assert!(mx_baselines_table(std::slice::from_ref(&plain)).is_none());
         let mut r = record_of(11, "mxfp8", 4096, 0.2);
         let timing = r.cublas_bf16.clone();
-        r.baseline = crate::run::results::Baseline::CublasF32C;
+        r.baseline = crate::run::registry::Baseline::CublasF32C;
         r.mx = Some(crate::run::results::MxBaselines {
             quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
             cublas_f32_c: Some(timing.clone()),

@@ -9,6 +9,7 @@ use crate::check::verify::Check;
 pub use crate::device::gpu::DeviceInfo;
 use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
+use crate::run::registry::Baseline;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -233,57 +234,6 @@ pub struct AlternativeRecord {
     pub dynamic_smem_bytes: u32,
     /// Local memory per thread (register spills), in bytes.
     pub local_bytes: Option<u32>,
-}
-
-/// The cuBLAS a step's headline ratio is against ([`StepRecord::baseline`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Baseline {
-    /// cuBLAS bf16 in, fp32 compute, bf16 C ([`StepRecord::cublas_bf16`]): the bf16 steps' output.
-    #[default]
-    CublasBf16C,
-    /// cuBLAS on the exactly dequantized MXFP8 operands (bf16 in), fp32 C ([`MxBaselines::cublas_f32_c`]):
-    /// the MXFP8 step's output type, so like for like.
-    CublasF32C,
-}
-
-impl Baseline {
-    /// `cuBLAS (bf16 C)`: how tables, the console and the figure name it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Baseline::CublasBf16C => "cuBLAS (bf16 C)",
-            Baseline::CublasF32C => "cuBLAS (fp32 C)",
-        }
-    }
-
-    /// Bytes an element of the `C` this cuBLAS writes.
-    pub fn c_element_bytes(self) -> u64 {
-        match self {
-            Baseline::CublasBf16C => 2,
-            Baseline::CublasF32C => 4,
-        }
-    }
-
-    /// `bf16 C`: the output type alone, for a cell that differs from its column's.
-    pub fn output(self) -> &'static str {
-        match self {
-            Baseline::CublasBf16C => "bf16 C",
-            Baseline::CublasF32C => "fp32 C",
-        }
-    }
-
-    /// The baseline of a step of `format`: like for like, the cuBLAS that writes the step's C.
-    pub fn of_format(format: crate::run::registry::Format) -> Baseline {
-        match format {
-            crate::run::registry::Format::Bf16 => Baseline::CublasBf16C,
-            crate::run::registry::Format::Mxfp8 => Baseline::CublasF32C,
-        }
-    }
-
-    /// Whether this is the default, [`Baseline::CublasBf16C`] (which records leave unwritten).
-    pub fn is_bf16_c(&self) -> bool {
-        *self == Baseline::CublasBf16C
-    }
 }
 
 /// The baseline a column of headline ratios is headed with: the one every record in it shares, else
