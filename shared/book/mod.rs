@@ -38,6 +38,20 @@
 //! silently includes nothing for a missing anchor.
 //!
 //! The tables the directives become are drawn up in `book/tables.rs`, cell by cell in `book/cells.rs`.
+//!
+//! # Layers, bottom to top
+//!
+//! Each file uses only the files listed before it (`tests/layers.rs`):
+//!
+//! 1. [`quoted`]: the numbers quoted from other texts, with their sources.
+//! 2. [`peak`]: which peak, at which clock, and how much GPU time a measurement spans.
+//! 3. `cells`: how a record's numbers are written in a table cell, and the marks.
+//! 4. `tables`: the results tables the directives become.
+//! 5. `include`: anchored includes, checked and dedented before mdBook expands them.
+//! 6. [`figure`]: the TFLOPS ladder figure.
+//! 7. [`figure_banks`]: the bank picture of the 128-byte-swizzle chapter.
+//! 8. [`figure_sweep`]: the size-sweep figure and its comparisons.
+//! 9. [`evidence`]: the evidence directives: counters, timelines, the L2 roofline, quoted numbers.
 
 mod cells;
 pub mod evidence;
