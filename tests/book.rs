@@ -250,7 +250,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         cublas_sgemm: Some(timing(0.0789, shape)),
         ratio_bf16: 0.370_731_7,
         ratio_sgemm: Some(0.641_463_4),
-        baseline: gemm_ladder::run::results::Baseline::CublasBf16C,
+        baseline: gemm_ladder::run::registry::Baseline::CublasBf16C,
         timing_method: TimingMethod::Alternating,
         warmup_ms: Some(812.0),
         clocks: Some(ClockSummary {
@@ -402,6 +402,65 @@ fn committed_records_ran_the_source_shown_from_a_clean_build() {
     assert!(stale.is_empty(), "records to measure again:\n{}", stale.join("\n"));
 }
 
+/// The column of `header` (a table's header row) whose label contains `label`.
+fn column_of(header: &str, label: &str) -> Option<usize> {
+    header.split('|').position(|cell| cell.contains(label))
+}
+
+/// Chapter 11's evidence table shows the step "before" the change the chapter discusses: the
+/// superseded record its directive names. Recording step 11 twice more, on other kernels, through the
+/// merge every run uses, leaves that column, cell for cell, as the committed results draw it now.
+fn the_before_record_chapter_11_cites_survives_two_re_records() {
+    let chapter = std::fs::read_to_string(book_dir().join("src/step11-mxfp8.md")).unwrap();
+    let cited = chapter
+        .split("{{#ladder-evidence step11 before=")
+        .nth(1)
+        .and_then(|rest| rest.split("}}").next())
+        .expect("chapter 11's evidence directive names the record before the change");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = results::results_dir(dir.path());
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(results::results_dir(&book_dir())).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let committed = results::load_all(dir.path()).unwrap();
+    let table = |files: &[ResultsFile]| book::evidence::evidence_table(files, 11, false, Some(cited));
+    let before_column = |text: &str| -> Vec<String> {
+        let mut lines = text.lines().skip_while(|l| !l.starts_with("| |"));
+        let header = lines.next().expect("an evidence table");
+        let column = column_of(header, " before (at ").expect("a column before the change");
+        std::iter::once(header)
+            .chain(lines.skip(1).take_while(|l| l.starts_with('|')))
+            .map(|row| row.split('|').nth(column).unwrap_or_default().trim().to_string())
+            .collect()
+    };
+    let shown = before_column(&table(&committed));
+
+    for round in 1..=2u64 {
+        for file in &committed {
+            let again: Vec<StepRecord> = file
+                .records
+                .iter()
+                .filter(|r| r.step == 11 && !r.sweep && r.profile.is_some())
+                .map(|r| StepRecord {
+                    source_hash: Some(format!("fnv1a64:{round:016x}")),
+                    git: format!("re-record-{round}"),
+                    ..r.clone()
+                })
+                .collect();
+            results::record(dir.path(), &file.device, &again).unwrap();
+        }
+    }
+    let recorded_again = results::load_all(dir.path()).unwrap();
+    let kept: usize = recorded_again.iter().map(|f| f.superseded.len()).sum();
+    let had: usize = committed.iter().map(|f| f.superseded.len()).sum();
+    assert!(kept >= had + 2, "the history grows: {had} → {kept}");
+    assert_eq!(before_column(&table(&recorded_again)), shown);
+}
+
 common::harness::tests!(
     every_quoted_number_appears_in_its_source_copy,
     book_builds_with_includes_resolved_and_directives_expanded,
@@ -409,4 +468,5 @@ common::harness::tests!(
     table_expansion_shows_the_numbers_it_was_given,
     committed_records_are_marked_unless_they_ran_the_source_shown,
     committed_records_ran_the_source_shown_from_a_clean_build,
+    the_before_record_chapter_11_cites_survives_two_re_records,
 );

@@ -1,6 +1,7 @@
 //! `scripts/diff-steps NN MM`, the README's way to see the lesson between two steps: the diff of their
 //! Hopper kernels (`kernel.cu` for steps 01–03, `sm90.cu` after) or, with `--twin sm80`, their sm80
-//! twins (`sm80.cu`), or one line and a non-zero exit.
+//! twins (`sm80.cu`); with `--alternative NAME`, a step's alternative kernel against the step's own;
+//! or one line and a non-zero exit.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -54,6 +55,27 @@ fn shows_the_diff_of_two_steps_hopper_kernels() {
 }
 
 #[test]
+fn shows_the_diff_of_an_alternative_against_its_step() {
+    for name in ["overlapped", "fused", "smem_b", "promote"] {
+        let out = diff_steps(&["11", "--alternative", name]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            stdout.contains("--- a/steps/step11_mxfp8/sm90.cu")
+                && stdout.contains(&format!("+++ b/steps/step11_mxfp8/alternatives/sm90_{name}.cu")),
+            "{name}:\n{stdout}"
+        );
+    }
+    // Options after the name go to `git diff`.
+    let out = diff_steps(&["11", "--alternative", "overlapped", "--stat"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("sm90_overlapped.cu"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
     for args in [
         &["12", "3"][..],
@@ -61,6 +83,10 @@ fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
         &["08"],
         &["0", "1"],
         &["04", "05", "--twin", "ampere"],
+        &["11", "--alternative"],
+        &["11", "--alternative", "nope"],
+        &["11", "--alternative", "../sm90"],
+        &["10", "--alternative", "fused"],
     ] {
         let out = diff_steps(args);
         let stderr = String::from_utf8_lossy(&out.stderr);

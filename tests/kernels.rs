@@ -18,7 +18,7 @@ use gemm_ladder::run::steps;
 /// alternatives table's registers column).
 const MAY_SPILL: &[(&str, u32, &str)] = &[
     (
-        "steps/step11_mxfp8/sm90_fused.cu",
+        "steps/step11_mxfp8/alternatives/sm90_fused.cu",
         208,
         "step 11's fully fused design: 128 accumulators and 2 × 32 A fragments leave too few of a consumer's 240 registers for the loop-invariant addresses, spilled outside the main loop",
     ),
@@ -380,7 +380,7 @@ fn each_gpu_gets_its_own_twin_unless_another_is_chosen() {
         Some(Twin::Sm80)
     );
     assert_eq!(
-        Twin::of_kernel_path("steps/step11_mxfp8/sm90_promote.cu"),
+        Twin::of_kernel_path("steps/step11_mxfp8/alternatives/sm90_promote.cu"),
         Some(Twin::Hopper)
     );
     assert_eq!(Twin::of_kernel_path("steps/step01_naive/kernel.cu"), None);

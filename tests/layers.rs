@@ -2,18 +2,25 @@
 //! it in `shared/lib.rs`'s "Layers, bottom to top". This test reads that list, then every source file
 //! of each module (the files `#[path]` pulls in too, such as `steps/*/step.rs` under `run::steps`), and
 //! fails, naming file and line, on a `crate::` path from a module to one listed after it.
+//!
+//! The same holds one level down: the files of a folder module (`shared/run/*.rs`, each with its own
+//! subfolder and `#[path]` files) use only the files listed before them in the folder's `mod.rs`
+//! ("Layers, bottom to top"), through `crate::<folder>::` or `super::` paths. A file's own unit tests
+//! (`#[cfg(test)] mod …`) are left out of that check: their fixtures may use any file of the folder.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The layer order as `shared/lib.rs` states it: the module of each `//! N. [`name`]…` line, in order.
+/// The layer order as `shared/lib.rs` (or a folder's `mod.rs`) states it: the module of each
+/// `//! N. [`name`]…` line (`//! N. `name`…` for a private one, which a doc link cannot name), in order.
 fn layer_order(lib_rs: &str) -> Vec<String> {
     lib_rs
         .lines()
         .filter_map(|line| {
             let item = line.strip_prefix("//! ")?;
-            let (number, rest) = item.split_once(". [`")?;
+            let (number, rest) = item.split_once(". ")?;
             number.parse::<u32>().ok()?;
+            let rest = rest.strip_prefix('[').unwrap_or(rest).strip_prefix('`')?;
             Some(rest.split_once('`')?.0.to_string())
         })
         .collect()
@@ -132,12 +139,18 @@ fn ident_char(c: Option<&char>) -> bool {
 /// Every top-level module a `crate::` path in `code` names, with the byte offset of the path: the
 /// first segment after `crate::`, or of each entry of a `crate::{…}` group.
 fn crate_paths(code: &str) -> Vec<(usize, String)> {
+    paths_under(code, "crate::")
+}
+
+/// The first segment of every path in `code` that starts with `prefix` (`crate::`, `crate::run::`,
+/// `super::`), or of each entry of a `prefix{…}` group, with the byte offset of the path.
+fn paths_under(code: &str, prefix: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
-    for (at, _) in code.match_indices("crate::") {
-        if ident_char(code[..at].chars().last().as_ref()) {
-            continue; // `other_crate::…`
+    for (at, _) in code.match_indices(prefix) {
+        if ident_char(code[..at].chars().last().as_ref()) || code[..at].ends_with("::") {
+            continue; // `other_crate::…`, `a::super::…`
         }
-        let rest = &code[at + "crate::".len()..];
+        let rest = &code[at + prefix.len()..];
         let first_ident = |s: &str| -> String {
             s.trim_start()
                 .chars()
@@ -227,6 +240,134 @@ fn module_files(shared: &Path, module: &str) -> Vec<PathBuf> {
     files
 }
 
+/// `code` (already [`code_only`]) with every `#[cfg(test)] mod name { … }` blanked out, newlines kept.
+fn without_test_modules(code: &str) -> String {
+    let mut out = code.to_string();
+    let mut from = 0;
+    while let Some(found) = out[from..].find("#[cfg(test)]") {
+        let at = from + found;
+        let after = &out[at + "#[cfg(test)]".len()..];
+        // `mod`, `pub mod`, `pub(crate) mod` …
+        let item = after.trim_start();
+        let item = item.strip_prefix("pub").map_or(item, |rest| {
+            let rest = rest.trim_start();
+            rest.strip_prefix('(')
+                .and_then(|r| r.split_once(')'))
+                .map_or(rest, |(_, r)| r)
+                .trim_start()
+        });
+        let is_module = item.starts_with("mod ");
+        let open = after.find('{').map(|o| at + "#[cfg(test)]".len() + o);
+        let (true, Some(open)) = (is_module, open) else {
+            from = at + 1;
+            continue;
+        };
+        let mut depth = 0;
+        let mut end = out.len();
+        for (i, c) in out[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let blanked: String = out[at..end]
+            .chars()
+            .map(|c| if c == '\n' { '\n' } else { ' ' })
+            .collect();
+        out.replace_range(at..end, &blanked);
+        from = end;
+    }
+    out
+}
+
+/// The files of folder module `folder` that use one listed after them in `order`: `(line, user, used,
+/// the path's line)` for each path to a sibling, through `crate::<folder>::` anywhere in the module's
+/// files or `super::` in its own file `shared/<folder>/<module>.rs`.
+fn upward_uses_in_folder(
+    text: &str,
+    own_file: bool,
+    folder: &str,
+    module: &str,
+    order: &[String],
+) -> Vec<(usize, String)> {
+    let rank = |m: &str| order.iter().position(|o| o == m);
+    let Some(own) = rank(module) else {
+        return Vec::new();
+    };
+    let code = without_test_modules(&code_only(text));
+    let mut paths = paths_under(&code, &format!("crate::{folder}::"));
+    if own_file {
+        paths.extend(paths_under(&code, "super::"));
+    }
+    paths
+        .into_iter()
+        .filter(|(_, used)| rank(used).is_some_and(|r| r > own))
+        .map(|(at, used)| (code[..at].matches('\n').count() + 1, used))
+        .collect()
+}
+
+#[test]
+fn no_file_of_a_folder_module_uses_one_listed_after_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shared = root.join("shared");
+    let mut violations = BTreeMap::new();
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(&shared)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("mod.rs").is_file())
+        .collect();
+    folders.sort();
+    assert!(
+        folders.iter().any(|f| f.ends_with("run")),
+        "shared/run/mod.rs not found"
+    );
+    for folder in folders {
+        let name = folder.file_name().unwrap().to_str().unwrap().to_string();
+        let mod_rs = std::fs::read_to_string(folder.join("mod.rs")).unwrap();
+        let mut declared = declared_modules(&mod_rs);
+        if declared.len() < 2 {
+            continue;
+        }
+        let order = layer_order(&mod_rs);
+        let mut listed = order.clone();
+        declared.sort();
+        listed.sort();
+        assert_eq!(
+            listed, declared,
+            "shared/{name}/mod.rs: the layer list (`//! N. [`file`]`) must name every file of the folder once"
+        );
+        for module in &order {
+            let own_file = folder.join(format!("{module}.rs"));
+            for file in module_files(&folder, module) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let shown = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+                let own = file == own_file;
+                for (line, used) in upward_uses_in_folder(&text, own, &name, module, &order) {
+                    let source = text.lines().nth(line - 1).unwrap_or("").trim();
+                    violations.insert(
+                        (shown.clone(), line),
+                        format!("{shown}:{line}: `{name}::{module}` uses `{name}::{used}`, a layer above it: {source}"),
+                    );
+                }
+            }
+        }
+    }
+    let report: Vec<String> = violations.into_values().collect();
+    assert!(
+        report.is_empty(),
+        "upward uses between the files of a folder of shared/ (order in its mod.rs):\n{}",
+        report.join("\n")
+    );
+}
+
 #[test]
 fn no_module_of_shared_uses_one_listed_after_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -297,7 +438,28 @@ use crate::{
     );
     assert!(upward_uses(text, "book", &order).is_empty());
     assert_eq!(
-        layer_order("//! 1. [`error`]: errors\n//! 10. [`cli`]: the end\n//! - [`x`]\n"),
-        ["error", "cli"]
+        layer_order("//! 1. [`error`]: errors\n//! 2. `private`: one\n//! 10. [`cli`]: the end\n//! - [`x`]\n"),
+        ["error", "private", "cli"]
     );
+}
+
+#[test]
+fn the_folder_checker_reads_sibling_paths_and_leaves_out_unit_tests() {
+    let order: Vec<String> = ["registry", "results", "session"].map(String::from).to_vec();
+    let text = r#"use crate::run::registry::Step;
+use crate::run::{registry, session::Session};
+use super::results::StepRecord;
+fn f() { let _ = "crate::run::session"; crate::run::session::go(); }
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::run::session::Session;
+}
+"#;
+    let found = upward_uses_in_folder(text, true, "run", "results", &order);
+    assert_eq!(found, [(2, "session".to_string()), (4, "session".to_string())]);
+    // `super::` names a sibling only in the module's own file, not in its subfolder's files.
+    let sub = "use super::session::x;\n";
+    assert_eq!(upward_uses_in_folder(sub, true, "run", "registry", &order).len(), 1);
+    assert!(upward_uses_in_folder(sub, false, "run", "registry", &order).is_empty());
+    assert!(upward_uses_in_folder(text, true, "run", "session", &order).is_empty());
 }

@@ -439,7 +439,7 @@ fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() -> Ran {
     // The headline is like for like: cuBLAS writing fp32 C on the dequantized operands, timed in the
     // loop; "dequantize, then cuBLAS" writes fp32 C too; cuBLAS with bf16 C stays beside them.
     let f32_c = mx.cublas_f32_c.as_ref().expect("cuBLAS with fp32 C is timed");
-    assert_eq!(record.baseline, gemm_ladder::run::results::Baseline::CublasF32C);
+    assert_eq!(record.baseline, gemm_ladder::run::registry::Baseline::CublasF32C);
     assert_eq!(mx.dequantize_then_cublas_output, "fp32");
     assert!(f32_c.tflops > 0.0 && record.cublas_bf16.tflops > 0.0);
     assert_eq!(record.headline().ratio, record.time.tflops / f32_c.tflops);

@@ -3,7 +3,8 @@
 //! other code than the chapter shows.
 
 use crate::run::provenance::{Provenance, Source};
-use crate::run::results::{significant, Baseline, ResultsFile, StepRecord, TimingMethod};
+use crate::run::registry::Baseline;
+use crate::run::results::{significant, ResultsFile, StepRecord, TimingMethod};
 use std::fmt::Write as _;
 
 /// The marks a table puts on a record measured on other code than the chapter shows, and the one line

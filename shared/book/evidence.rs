@@ -4,6 +4,7 @@
 //! |--------------------------------|------------------------------------------------------------------|
 //! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's and cuBLAS's, per GPU |
 //! | `{{#ladder-evidence step05 sm80}}` | the same for the sm80 twin (and `-value`/`-delta … KEY sm80`) |
+//! | `{{#ladder-evidence step11 before=e47ae65}}` | the same, with the step as it was at that revision (or source hash) |
 //! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
 //! | `{{#ladder-evidence-value step06 KEY}}` | inline: one quantity of the step's evidence, per GPU |
@@ -19,7 +20,8 @@
 use crate::book::quoted::{self, QUOTED, SOURCES};
 use crate::evidence::timeline;
 use crate::evidence::{Profile, ProfileSource};
-use crate::run::results::{significant, Baseline, ResultsFile, StepRecord};
+use crate::run::registry::Baseline;
+use crate::run::results::{significant, ResultsFile, StepRecord};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -243,7 +245,7 @@ fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
         ),
         ncu: Some(counters),
         cublas_ncu: None,
-        cublas_baseline: crate::run::results::Baseline::CublasBf16C,
+        cublas_baseline: crate::run::registry::Baseline::CublasBf16C,
     });
     Some(cublas)
 }
@@ -256,8 +258,10 @@ fn profile_command(step: u8, sm80: bool) -> String {
 
 /// `{{#ladder-evidence stepNN}}` (`files`: the GPU's own kernels' records) and
 /// `{{#ladder-evidence stepNN sm80}}` (`files`: the sm80 twins' view, `sm80`): per GPU, the step's
-/// evidence beside its predecessor's.
-pub fn evidence_table(files: &[ResultsFile], step: u8, sm80: bool) -> String {
+/// evidence beside its predecessor's. `{{#ladder-evidence stepNN before=NAME}}` adds, between them,
+/// the step as it was before a change: the superseded record that NAME names (its revision or source
+/// hash, [`ResultsFile::superseded_named`]), kept however often the step is recorded again.
+pub fn evidence_table(files: &[ResultsFile], step: u8, sm80: bool, before_change: Option<&str>) -> String {
     let hint = format!(
         "{} on a GPU records them (Nsight Compute's counters where `ncu` is installed)",
         profile_command(step, sm80)
@@ -270,8 +274,8 @@ pub fn evidence_table(files: &[ResultsFile], step: u8, sm80: bool) -> String {
             continue;
         };
         let before = previous.and_then(|p| chapter_record(file, p));
-        // The step as it was before its kernel last changed, where that record was profiled.
-        let earlier = file.superseded_by(this);
+        // The step as it was before the change the chapter cites, where that record was kept.
+        let earlier = before_change.and_then(|name| file.superseded_named(this, name));
         let steps: Vec<&StepRecord> = before.into_iter().chain(earlier).chain(std::iter::once(this)).collect();
         if steps.iter().all(|r| r.profile.is_none()) {
             let _ = writeln!(out, "Not profiled yet on {}: {hint}.\n", file.device.name);
@@ -313,6 +317,12 @@ pub fn evidence_table(files: &[ResultsFile], step: u8, sm80: bool) -> String {
         }
         out.push('\n');
         out.push_str(&marks.note());
+        if let (Some(name), None) = (before_change, earlier) {
+            let _ = writeln!(
+                out,
+                "The step before its change, as recorded at `{name}`, is not kept among this GPU's superseded records.\n"
+            );
+        }
         if let Some(counters) = cublas.as_ref().and_then(|r| r.profile.as_ref()?.ncu.as_ref()) {
             let _ = writeln!(
                 out,
@@ -734,10 +744,11 @@ mod tests {
         r
     }
 
-    /// A step whose kernel changed keeps its last profiled record: merging the new record moves the
-    /// old one aside, and the evidence table shows it between the predecessor and the step now.
+    /// A step whose kernel changed keeps its profiled records: merging a new record appends the old
+    /// one to the history, and the evidence table shows the one the chapter names between the
+    /// predecessor and the step now, however often the step is recorded again.
     #[test]
-    fn evidence_tables_show_the_step_before_its_kernel_changed() {
+    fn evidence_tables_show_the_step_before_the_change_the_chapter_names() {
         let mut file = ResultsFile {
             device: device("NVIDIA H200"),
             records: vec![profiled(10, "persistent", true)],
@@ -745,21 +756,44 @@ mod tests {
         };
         let mut old = profiled(11, "mxfp8", true);
         old.git = "e47ae65cb4".into();
-        old.source_hash = Some("fnv1a64:old".into());
+        old.source_hash = Some("fnv1a64:00000000000001d0".into());
         file.merge(std::slice::from_ref(&old));
         // The same kernel again replaces it without keeping it.
         file.merge(std::slice::from_ref(&old));
         assert!(file.superseded.is_empty());
         let mut new = profiled(11, "mxfp8", true);
-        new.source_hash = Some("fnv1a64:new".into());
+        new.git = "a4451eaf00".into();
+        new.source_hash = Some("fnv1a64:000000000000000e".into());
         file.merge(std::slice::from_ref(&new));
         assert_eq!(file.superseded.len(), 1);
-        let text = evidence_table(std::slice::from_ref(&file), 11, false);
-        // (Both step-11 columns carry the mark of a source other than the one shown: made-up hashes.)
-        assert!(
-            text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) † | 11 mxfp8 † |"),
-            "{text}"
-        );
+        // Recorded once more, on yet another kernel: both earlier records stay, oldest first.
+        let mut newest = profiled(11, "mxfp8", true);
+        newest.source_hash = Some("fnv1a64:0000000000000003".into());
+        file.merge(std::slice::from_ref(&newest));
+        let history: Vec<&str> = file.superseded.iter().map(|r| r.git.as_str()).collect();
+        assert_eq!(history, ["e47ae65cb4", "a4451eaf00"]);
+
+        // (Every step-11 column carries the mark of a source other than the one shown: made-up hashes.)
+        for cited in ["e47ae65", "e47ae65cb4", "fnv1a64:00000000000001d0", "00000000000001d"] {
+            let text = evidence_table(std::slice::from_ref(&file), 11, false, Some(cited));
+            assert!(
+                text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) † | 11 mxfp8 † |"),
+                "{cited}: {text}"
+            );
+        }
+        let text = evidence_table(std::slice::from_ref(&file), 11, false, Some("a4451ea"));
+        assert!(text.contains("| 11 mxfp8 before (at a4451eaf00) † |"), "{text}");
+        // Without a name no earlier column; a name too short or kept nowhere shows none and says so.
+        let text = evidence_table(std::slice::from_ref(&file), 11, false, None);
+        assert!(text.contains("| | 10 persistent | 11 mxfp8 † |"), "{text}");
+        for cited in ["e47ae6", "0123abcd"] {
+            let text = evidence_table(std::slice::from_ref(&file), 11, false, Some(cited));
+            assert!(text.contains("| | 10 persistent | 11 mxfp8 † |"), "{text}");
+            assert!(
+                text.contains(&format!("as recorded at `{cited}`, is not kept")),
+                "{text}"
+            );
+        }
         // An unprofiled record replaced is not kept: nothing to show.
         let mut unprofiled = profiled(11, "mxfp8", false);
         unprofiled.source_hash = Some("fnv1a64:third".into());
@@ -779,7 +813,7 @@ mod tests {
             records: vec![profiled(4, "tma_mma", false), profiled(5, "swizzle128", true)],
             superseded: Vec::new(),
         };
-        let text = evidence_table(std::slice::from_ref(&file), 5, false);
+        let text = evidence_table(std::slice::from_ref(&file), 5, false, None);
         assert!(text.contains("| | 04 tma_mma | 05 swizzle128 |"), "{text}");
         assert!(text.contains("computed only (ncu not found)"), "{text}");
         assert!(text.contains("Nsight Compute (2025.3.1.0)"), "{text}");
@@ -797,10 +831,9 @@ mod tests {
         for r in &mut bare.records {
             r.profile = None;
         }
-        assert!(evidence_table(&[bare], 5, false).starts_with("Not profiled yet on NVIDIA H200"));
-        assert!(
-            evidence_table(std::slice::from_ref(&file), 9, false).starts_with("Not profiled yet: nothing is recorded")
-        );
+        assert!(evidence_table(&[bare], 5, false, None).starts_with("Not profiled yet on NVIDIA H200"));
+        assert!(evidence_table(std::slice::from_ref(&file), 9, false, None)
+            .starts_with("Not profiled yet: nothing is recorded"));
         let l2 = l2_roofline(&[file]);
         assert!(
             l2.contains("| 05 swizzle128 | 4096x4096x4096 | 64.0 | 9.34 TB/s |"),
@@ -854,7 +887,7 @@ mod tests {
             superseded: Vec::new(),
         };
         // Without cuBLAS's profile (a record from before it): the two steps, no cuBLAS column.
-        let before = evidence_table(std::slice::from_ref(&file), 10, false);
+        let before = evidence_table(std::slice::from_ref(&file), 10, false, None);
         assert!(!before.contains("cuBLAS"), "{before}");
         assert!(
             before.contains("| cycles elapsed (the slowest GPC's) | — | 0.2621 M |"),
@@ -866,7 +899,7 @@ mod tests {
         );
         // With it: a third column, only what ncu measured (no registers, block size or clusters).
         file.records[1].profile.as_mut().unwrap().cublas_ncu = Some(cublas_counters());
-        let text = evidence_table(std::slice::from_ref(&file), 10, false);
+        let text = evidence_table(std::slice::from_ref(&file), 10, false, None);
         assert!(
             text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS (bf16 C) |"),
             "{text}"
@@ -897,7 +930,7 @@ mod tests {
         }
         // A record whose cuBLAS was the fp32-C one on the dequantized inputs (an MXFP8 step's) says so.
         file.records[1].profile.as_mut().unwrap().cublas_baseline = Baseline::CublasF32C;
-        let text = evidence_table(std::slice::from_ref(&file), 10, false);
+        let text = evidence_table(std::slice::from_ref(&file), 10, false, None);
         assert!(text.contains("| 10 persistent | cuBLAS (fp32 C) |"), "{text}");
         assert!(
             text.contains("The cuBLAS (fp32 C) column is") && text.contains("dequantized MXFP8 inputs, fp32 C"),
@@ -951,7 +984,7 @@ mod tests {
             after.contains("64 clusters") && after.contains("driver's answer"),
             "{after}"
         );
-        let table = evidence_table(std::slice::from_ref(&file), 10, false);
+        let table = evidence_table(std::slice::from_ref(&file), 10, false, None);
         assert!(
             table.contains("| clusters that fit on the GPU (the driver's answer) | 64 of 2 blocks |"),
             "{table}"

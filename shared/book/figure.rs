@@ -8,8 +8,9 @@ use super::svg::{
     draw_error, figures_dir, write_if_changed, CUBLAS_BF16, FONT, GRID, GRID_BOLD, INK, SERIES, TRANSPARENT,
 };
 use crate::error::Result;
+use crate::run::registry::Baseline;
 use crate::run::registry::Format;
-use crate::run::results::{significant, Baseline, ResultsFile, StepRecord};
+use crate::run::results::{significant, ResultsFile, StepRecord};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -680,7 +681,7 @@ mod tests {
             .unwrap();
         let mut f32_c = r.cublas_bf16.clone();
         f32_c.tflops *= 0.95;
-        r.baseline = crate::run::results::Baseline::CublasF32C;
+        r.baseline = crate::run::registry::Baseline::CublasF32C;
         r.mx = Some(crate::run::results::MxBaselines {
             quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
             ratio_cublas_f32_c: Some(r.time.tflops / f32_c.tflops),

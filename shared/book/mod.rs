@@ -41,6 +41,20 @@
 //! silently includes nothing for a missing anchor.
 //!
 //! The tables the directives become are drawn up in `book/tables.rs`, cell by cell in `book/cells.rs`.
+//!
+//! # Layers, bottom to top
+//!
+//! Each file uses only the files listed before it (`tests/layers.rs`):
+//!
+//! 1. [`quoted`]: the numbers quoted from other texts, with their sources.
+//! 2. [`peak`]: which peak, at which clock, and how much GPU time a measurement spans.
+//! 3. `cells`: how a record's numbers are written in a table cell, and the marks.
+//! 4. `tables`: the results tables the directives become.
+//! 5. `include`: anchored includes, checked and dedented before mdBook expands them.
+//! 6. [`figure`]: the TFLOPS ladder figure.
+//! 7. [`figure_banks`]: the bank picture of the 128-byte-swizzle chapter.
+//! 8. [`figure_sweep`]: the size-sweep figure and its comparisons.
+//! 9. [`evidence`]: the evidence directives: counters, timelines, the L2 roofline, quoted numbers.
 
 mod cells;
 pub mod evidence;
@@ -343,11 +357,18 @@ impl LadderResults {
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
                 ("ladder-evidence", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
-                    crate::book::evidence::evidence_table(&self.files, id, false)
+                    crate::book::evidence::evidence_table(&self.files, id, false, None)
                 }
                 ("ladder-evidence", [step, "sm80"]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
-                    crate::book::evidence::evidence_table(&self.sm80_files, id, true)
+                    crate::book::evidence::evidence_table(&self.sm80_files, id, true, None)
+                }
+                ("ladder-evidence", [step, cited]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    let name = cited.strip_prefix("before=").ok_or_else(|| {
+                        bad("the second argument is sm80, before=REVISION or before=SOURCE_HASH: the superseded record to show")
+                    })?;
+                    crate::book::evidence::evidence_table(&self.files, id, false, Some(name))
                 }
                 ("ladder-timeline", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
@@ -395,7 +416,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [sm80], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [sm80|before=REVISION], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
@@ -432,7 +453,7 @@ impl LadderResults {
                 let like_for_like = file
                     .records
                     .iter()
-                    .any(|r| !r.sweep && r.headline().baseline == crate::run::results::Baseline::CublasF32C);
+                    .any(|r| !r.sweep && r.headline().baseline == crate::run::registry::Baseline::CublasF32C);
                 if like_for_like {
                     let _ = writeln!(
                         out,

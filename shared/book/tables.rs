@@ -5,7 +5,8 @@
 use super::cells::*;
 use super::{sweep_hint, RECORD_HINT};
 use crate::run::provenance;
-use crate::run::results::{significant, Baseline, ResultsFile, StepRecord};
+use crate::run::registry::Baseline;
+use crate::run::results::{significant, ResultsFile, StepRecord};
 use std::fmt::Write as _;
 
 /// The results table as Markdown: every record of every file (`step = None`), or one step's records
@@ -580,11 +581,11 @@ mod tests {
                 computed: crate::evidence::computed_for_shape(r.shape, r.format(), r.format().c_element_bytes()),
                 ncu: None,
                 cublas_ncu: None,
-                cublas_baseline: crate::run::results::Baseline::CublasBf16C,
+                cublas_baseline: crate::run::registry::Baseline::CublasBf16C,
             });
         }
         profiled.records.retain(|r| r.shape.m == 4096);
-        let evidence = crate::book::evidence::evidence_table(&[profiled], 3, false);
+        let evidence = crate::book::evidence::evidence_table(&[profiled], 3, false, None);
         assert!(
             evidence.contains("| | 02 smem_tiling † | 03 register_tiling ° |") && evidence.contains("† measured on"),
             "{evidence}"
@@ -598,7 +599,7 @@ mod tests {
         let alternative = |hash: Option<String>| crate::run::results::AlternativeRecord {
             name: "promote".into(),
             design: "design (a)".into(),
-            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            kernel: "steps/step11_mxfp8/alternatives/sm90_promote.cu".into(),
             source_hash: hash,
             time: mx.time.clone(),
             ratio_bf16: 0.227,
@@ -667,7 +668,7 @@ mod tests {
         let mut f32_c = mx.cublas_bf16.clone();
         f32_c.median_ms = 0.21;
         f32_c.tflops = crate::run::results::tflops(&mx.shape, 0.21);
-        mx.baseline = crate::run::results::Baseline::CublasF32C;
+        mx.baseline = crate::run::registry::Baseline::CublasF32C;
         mx.mx = Some(crate::run::results::MxBaselines {
             quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
             ratio_cublas_f32_c: Some(0.84),
@@ -685,7 +686,7 @@ mod tests {
         mx.alternatives.push(crate::run::results::AlternativeRecord {
             name: "promote".into(),
             design: "design (a)".into(),
-            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            kernel: "steps/step11_mxfp8/alternatives/sm90_promote.cu".into(),
             source_hash: None,
             time,
             ratio_bf16: 0.4,
@@ -735,7 +736,7 @@ mod tests {
         mx.alternatives.push(crate::run::results::AlternativeRecord {
             name: "promote".into(),
             design: "design (a)".into(),
-            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            kernel: "steps/step11_mxfp8/alternatives/sm90_promote.cu".into(),
             source_hash: Some(provenance::source_hash(promote_kernel())),
             time,
             ratio_bf16: 0.227,

@@ -1,9 +1,11 @@
-// flag.cuh: waiting for a flag in global memory that another block raises (step 10's stream-K fixup:
-// a contributor stores its partial sums and raises its flag to the launch's epoch; the finisher of
-// the tile waits for that value before it reads them).
+// flag.cuh: a flag in global memory that one block raises and another waits for (step 10's stream-K
+// fixup: a contributor stores its partial sums and raises its flag to the launch's epoch; the finisher
+// of the tile waits for that value before it reads them. Step 11's `overlapped` alternative: a
+// converting warp raises a unit's flag once B's unit is converted).
 //
-// The wait is an acquire load at GPU scope in a loop: the loads after it see what the raiser stored
-// before its release (st.release.gpu, after the raising warpgroup has synchronised). It assumes the
+// The raise is a release store at GPU scope (after the raising warpgroup has synchronised); the wait
+// is an acquire load at GPU scope in a loop, so the loads after it see what the raiser stored before
+// its release. It assumes the
 // raiser is running: a block that waits for a block the GPU has not scheduled spins forever, which is
 // why such grids are launched cooperatively (registry::Launch::co_resident).
 //
@@ -23,6 +25,14 @@ __device__ __forceinline__ u32 flag_load_acquire(const u32* flag) {
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
     return value;
 }
+
+// ANCHOR: flag_release
+// Raise `*flag` to `value`, with release semantics at GPU scope: the stores this thread made before it
+// (and, after a barrier, its warpgroup's or warp's) are seen by whoever acquires `value` from the flag.
+__device__ __forceinline__ void flag_release(u32* flag, u32 value) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+// ANCHOR_END: flag_release
 
 #ifdef GEMM_LADDER_DEBUG_HANG
 static_assert(GEMM_LADDER_DEBUG_HANG > 0, "GEMM_LADDER_DEBUG_HANG is the bound in seconds: at least 1");

@@ -96,6 +96,23 @@ __device__ __forceinline__ void e4m3x4_to_bf16x4(u32 four, u32 factor, bool wide
 }
 // ANCHOR_END: convert
 
+// ANCHOR: convert_b_half
+// One half of a 16-element slice of B's K, for step 11's bf16 copy of B: the slice's 16 e4m3 bytes in,
+// 8 bf16 MX values out (block scale s folded in). `odd` 0 gives the even bytes of its four words, 1
+// the odd bytes: the order in which the A fragments take K (sm90.cu's header), so that the MMAs pair
+// every k of A with the same k of B.
+__device__ __forceinline__ uint4 e4m3x16_half_to_bf16x8(uint4 in, u32 s, int odd) {
+    const bool wide = s > NARROW_SCALE_MAX;
+    const u32 factor = scale_bf16x2(s, wide);
+    const u32 words[4] = {in.x, in.y, in.z, in.w};
+    const u32 selector = odd ? 0xB391u : 0xA280u;  // e4m3x4_place's two halves
+    u32 pairs[4];
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) pairs[i] = apply_scale(e4m3x2_place(words[i], selector), factor, wide);
+    return make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+}
+// ANCHOR_END: convert_b_half
+
 // ANCHOR: blocked_scale
 // Where a scale byte lies in the blocked layout (shared/check/mx.rs): tiles of 128 rows × 4 blocks of
 // 32 elements, 512 bytes each, row-tile major; inside a tile, row r's four bytes form one word at

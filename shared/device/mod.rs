@@ -1,5 +1,16 @@
 //! The GPU and its libraries: finding the driver, NVRTC and cuBLAS, the device's facts, compiling
 //! kernels, cuBLAS and cuBLASLt, NVML clocks, and the architectures kernels are built for.
+//!
+//! # Layers, bottom to top
+//!
+//! Each file uses only the files listed before it (`tests/layers.rs`):
+//!
+//! 1. [`arch`]: the architectures kernels are built for.
+//! 2. [`libs`]: finding the CUDA libraries (and tools) before cudarc touches them.
+//! 3. [`nvml`]: NVML clocks and power.
+//! 4. [`nvrtc`]: compiling kernels.
+//! 5. [`cublas`]: cuBLAS and cuBLASLt.
+//! 6. [`gpu`]: the device and its facts.
 
 pub mod arch;
 pub mod cublas;

@@ -29,7 +29,6 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("epilogue.cuh", include_str!("../cuda/epilogue.cuh")),
     ("timeline.cuh", include_str!("../cuda/timeline.cuh")),
     ("flag.cuh", include_str!("../cuda/flag.cuh")),
-    ("wgmma_k64.cuh", include_str!("../cuda/wgmma_k64.cuh")),
 ];
 
 /// What NVRTC needs of a kernel file: the path its messages name, its text, and the compile-time

@@ -73,6 +73,15 @@
 //! `cute/atom/mma_traits_sm90_gmma.hpp` `make_gmma_desc`, `cute/atom/mma_traits_sm100.hpp`
 //! `make_umma_desc`, `cute/swizzle.hpp` `Swizzle<B,M,S>`). The unit tests at the bottom of each file name
 //! the table each expected value comes from.
+//! # Layers, bottom to top
+//!
+//! Each file uses only the files listed before it (`tests/layers.rs`):
+//!
+//! 1. [`tma`]: TMA tensor maps.
+//! 2. [`sm90`]: wgmma shared-memory descriptors.
+//! 3. [`sm100`]: tcgen05 descriptors and TMEM addresses.
+//! 4. [`sm100_mx`]: the block-scaled tcgen05 instruction descriptor and MX scale layouts.
+//! 5. `swizzles`: the shared-memory swizzles, where a chunk lands, and its bank.
 
 pub mod tma;
 

@@ -23,8 +23,9 @@ use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
 pub use crate::run::profile::{
-    block_threads, computed, computed_for_shape, ClustersFit, Computed, NcuCounters, Profile, ProfileSource, Stall,
+    block_threads, computed, computed_for_shape, Computed, NcuCounters, Profile, ProfileSource, Stall,
 };
+pub use crate::run::registry::ClustersFit;
 use crate::run::registry::Twin;
 use crate::run::results::StepRecord;
 use std::collections::{BTreeMap, BTreeSet};
@@ -266,9 +267,9 @@ pub enum ChildSubject {
 impl ChildSubject {
     /// The cuBLAS baseline a step of `format` is profiled beside.
     pub fn baseline_of(format: crate::run::registry::Format) -> ChildSubject {
-        match crate::run::results::Baseline::of_format(format) {
-            crate::run::results::Baseline::CublasBf16C => ChildSubject::CublasBf16,
-            crate::run::results::Baseline::CublasF32C => ChildSubject::CublasF32CDequantized,
+        match crate::run::registry::Baseline::of_format(format) {
+            crate::run::registry::Baseline::CublasBf16C => ChildSubject::CublasBf16,
+            crate::run::registry::Baseline::CublasF32C => ChildSubject::CublasF32CDequantized,
         }
     }
 }
@@ -723,7 +724,7 @@ pub fn profile_records_with(child: &Path, records: &mut [StepRecord], seed: u64,
             computed: computed_for_shape(record.shape, format, format.c_element_bytes()),
             ncu: None,
             cublas_ncu: None,
-            cublas_baseline: crate::run::results::Baseline::CublasBf16C,
+            cublas_baseline: crate::run::registry::Baseline::CublasBf16C,
         });
         match run_ncu(&ncu, child, request, Some(kernel), clock) {
             Ok(counters) => {
@@ -740,7 +741,7 @@ pub fn profile_records_with(child: &Path, records: &mut [StepRecord], seed: u64,
         }
         let format = crate::run::steps::get(record.step).map_or(crate::run::registry::Format::Bf16, |s| s.format);
         let subject = ChildSubject::baseline_of(format);
-        let baseline = crate::run::results::Baseline::of_format(format);
+        let baseline = crate::run::registry::Baseline::of_format(format);
         let known = cublas_by_shape.iter().find(|(key, _)| *key == (record.shape, subject));
         let cublas = match known {
             Some((_, counters)) => counters.clone(),

@@ -2,6 +2,27 @@
 //! times them, the size sweep, the printed report, the results file with each record's profile, and
 //! the provenance of its records (which kernel source each was measured on). The command lines that
 //! drive all this are [`crate::cli`], a layer above.
+//!
+//! # Layers, bottom to top
+//!
+//! Each file uses only the files listed before it (`tests/layers.rs`; a file's own unit tests may build
+//! their fixtures with any file of the folder):
+//!
+//! 1. [`edit`]: checked edits of a kernel's text (the exercises' starters).
+//! 2. [`workspace`]: the session's one global-memory workspace and each launch's view of it.
+//! 3. [`registry`]: the step contract: steps, kernel files, formats and baselines, launches.
+//! 4. [`loader`]: compiling and loading a kernel file, once per context.
+//! 5. [`persistent`]: the persistent kernels' launch builder and tensor-map cache.
+//! 6. [`steps`]: every step's registration (`steps/stepNN_*/step.rs`).
+//! 7. [`exercise`]: the exercises: metadata and one checked edit of a step's kernel each.
+//! 8. [`profile`]: what a record keeps of what explains its time.
+//! 9. [`results`]: the records and the results files.
+//! 10. [`provenance`]: which kernel source a record ran, against the source shown now.
+//! 11. [`timing`]: the alternating loop that times the step and its baselines.
+//! 12. [`report`]: the printed report of a run.
+//! 13. [`ceiling`]: the `mma.sync` ceiling the sm80 twins are read against.
+//! 14. [`session`]: compiling, verifying and timing a step on the GPU.
+//! 15. [`sweep`]: the size sweep.
 
 pub mod ceiling;
 pub mod edit;
@@ -17,3 +38,4 @@ pub mod session;
 pub mod steps;
 pub mod sweep;
 pub mod timing;
+pub mod workspace;

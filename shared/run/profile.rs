@@ -3,8 +3,8 @@
 //! Nsight Compute's counters ([`crate::evidence`], which stands on this layer and fills them in).
 
 use crate::device::gpu::Gpu;
-use crate::run::registry::{Format, KernelFile};
-use crate::run::results::Baseline;
+use crate::run::registry::Baseline;
+use crate::run::registry::{ClustersFit, Format, KernelFile};
 use crate::shape::Shape;
 use cudarc::driver::sys::CUdevice_attribute_enum as DevAttr;
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -64,13 +64,6 @@ pub struct Computed {
     /// before it and for kernels the driver was not asked about; written only when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters_fit: Option<ClustersFit>,
-}
-
-/// The driver's answer to "how many clusters of this kernel fit on the GPU at once".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClustersFit {
-    pub cluster_blocks: u32,
-    pub clusters: u32,
 }
 
 impl Computed {

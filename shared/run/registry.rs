@@ -8,7 +8,7 @@ use crate::check::problem::Shape;
 use crate::device::arch::Arch;
 use crate::encoding::tma::TensorMap;
 use crate::error::{Error, Result};
-use crate::run::persistent::{WorkspaceFn, WorkspaceView};
+use crate::run::workspace::{WorkspaceFn, WorkspaceView};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use std::ffi::c_void;
 
@@ -204,6 +204,58 @@ impl Format {
     }
 }
 
+/// The cuBLAS a step's headline ratio is against, like for like with its [`Format`]'s C
+/// (`crate::run::results::StepRecord::baseline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Baseline {
+    /// cuBLAS bf16 in, fp32 compute, bf16 C (`StepRecord::cublas_bf16`): the bf16 steps' output.
+    #[default]
+    CublasBf16C,
+    /// cuBLAS on the exactly dequantized MXFP8 operands (bf16 in), fp32 C (`MxBaselines::cublas_f32_c`):
+    /// the MXFP8 step's output type, so like for like.
+    CublasF32C,
+}
+
+impl Baseline {
+    /// `cuBLAS (bf16 C)`: how tables, the console and the figure name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Baseline::CublasBf16C => "cuBLAS (bf16 C)",
+            Baseline::CublasF32C => "cuBLAS (fp32 C)",
+        }
+    }
+
+    /// Bytes an element of the `C` this cuBLAS writes.
+    pub fn c_element_bytes(self) -> u64 {
+        match self {
+            Baseline::CublasBf16C => 2,
+            Baseline::CublasF32C => 4,
+        }
+    }
+
+    /// `bf16 C`: the output type alone, for a cell that differs from its column's.
+    pub fn output(self) -> &'static str {
+        match self {
+            Baseline::CublasBf16C => "bf16 C",
+            Baseline::CublasF32C => "fp32 C",
+        }
+    }
+
+    /// The baseline of a step of `format`: like for like, the cuBLAS that writes the step's C.
+    pub fn of_format(format: Format) -> Baseline {
+        match format {
+            Format::Bf16 => Baseline::CublasBf16C,
+            Format::Mxfp8 => Baseline::CublasF32C,
+        }
+    }
+
+    /// Whether this is the default, [`Baseline::CublasBf16C`] (which records leave unwritten).
+    pub fn is_bf16_c(&self) -> bool {
+        *self == Baseline::CublasBf16C
+    }
+}
+
 /// Device pointers and shape handed to a launch. Pointers are raw so that the timing loop can rotate
 /// through input sets without re-borrowing buffers.
 ///
@@ -224,7 +276,7 @@ pub struct GemmOperands {
     /// MXFP8: `B`'s e8m0 scales, blocked layout; 0 otherwise.
     pub scale_b: u64,
     /// The session's workspace for this launch: flags, scratch and a new epoch
-    /// ([`crate::run::persistent::Workspace`]), sized for the step before its first launch
+    /// ([`crate::run::workspace::Workspace`]), sized for the step before its first launch
     /// ([`Step::workspace`]); empty for a step that needs none.
     pub workspace: WorkspaceView,
     pub shape: Shape,
@@ -603,6 +655,14 @@ fn is_too_large_to_co_reside(status: cudarc::driver::sys::CUresult) -> bool {
     status == cudarc::driver::sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
 }
 
+/// The driver's answer to "how many clusters of this kernel fit on the GPU at once" (a record keeps it
+/// in its profile, `crate::run::profile::Computed::clusters_fit`, and in its step's [`Plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClustersFit {
+    pub cluster_blocks: u32,
+    pub clusters: u32,
+}
+
 /// What a step's launch chose for a shape, as it told it ([`tell_plan`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -611,7 +671,7 @@ pub struct Plan {
     /// For a persistent launch, the grid of the kernel it chose: its blocks per cluster and how many
     /// of its clusters the driver said fit at once. The record keeps this rather than the answer for
     /// the step's own compilation, which may not be the kernel that ran.
-    pub clusters_fit: Option<crate::run::profile::ClustersFit>,
+    pub clusters_fit: Option<ClustersFit>,
 }
 
 /// What launches chose per kernel file and shape, as they told it (step 10: its tile and

@@ -404,7 +404,7 @@ mod tests {
         assert!(mx_baselines_table(std::slice::from_ref(&plain)).is_none());
         let mut r = record_of(11, "mxfp8", 4096, 0.2);
         let timing = r.cublas_bf16.clone();
-        r.baseline = crate::run::results::Baseline::CublasF32C;
+        r.baseline = crate::run::registry::Baseline::CublasF32C;
         r.mx = Some(crate::run::results::MxBaselines {
             quantizer: crate::run::results::MxBaselines::QUANTIZER.into(),
             cublas_f32_c: Some(timing.clone()),
@@ -463,7 +463,7 @@ mod tests {
                 .into(),
         );
         let checks = [wide.checks[0].clone(), failed];
-        let text = checks_text("steps/step11_mxfp8/sm90_fused.cu", wide.shape, &checks);
+        let text = checks_text("steps/step11_mxfp8/alternatives/sm90_fused.cu", wide.shape, &checks);
         assert!(widest(&text) <= COLUMNS, "{} columns:\n{text}", widest(&text));
         assert!(
             text.contains("FAIL: C[4095, 17] = NaN") && text.contains("elementwise |d| <="),
@@ -487,7 +487,7 @@ mod tests {
         mx.alternatives = vec![crate::run::results::AlternativeRecord {
             name: "promote".into(),
             design: "promotes the accumulators to fp32 every K tile".into(),
-            kernel: "steps/step11_mxfp8/sm90_promote.cu".into(),
+            kernel: "steps/step11_mxfp8/alternatives/sm90_promote.cu".into(),
             source_hash: None,
             time: mx.time.clone(),
             ratio_bf16: 0.9,

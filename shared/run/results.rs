@@ -9,6 +9,7 @@ use crate::check::verify::Check;
 pub use crate::device::gpu::DeviceInfo;
 use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
+use crate::run::registry::Baseline;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -241,57 +242,6 @@ pub struct AlternativeRecord {
     pub local_bytes: Option<u32>,
 }
 
-/// The cuBLAS a step's headline ratio is against ([`StepRecord::baseline`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Baseline {
-    /// cuBLAS bf16 in, fp32 compute, bf16 C ([`StepRecord::cublas_bf16`]): the bf16 steps' output.
-    #[default]
-    CublasBf16C,
-    /// cuBLAS on the exactly dequantized MXFP8 operands (bf16 in), fp32 C ([`MxBaselines::cublas_f32_c`]):
-    /// the MXFP8 step's output type, so like for like.
-    CublasF32C,
-}
-
-impl Baseline {
-    /// `cuBLAS (bf16 C)`: how tables, the console and the figure name it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Baseline::CublasBf16C => "cuBLAS (bf16 C)",
-            Baseline::CublasF32C => "cuBLAS (fp32 C)",
-        }
-    }
-
-    /// Bytes an element of the `C` this cuBLAS writes.
-    pub fn c_element_bytes(self) -> u64 {
-        match self {
-            Baseline::CublasBf16C => 2,
-            Baseline::CublasF32C => 4,
-        }
-    }
-
-    /// `bf16 C`: the output type alone, for a cell that differs from its column's.
-    pub fn output(self) -> &'static str {
-        match self {
-            Baseline::CublasBf16C => "bf16 C",
-            Baseline::CublasF32C => "fp32 C",
-        }
-    }
-
-    /// The baseline of a step of `format`: like for like, the cuBLAS that writes the step's C.
-    pub fn of_format(format: crate::run::registry::Format) -> Baseline {
-        match format {
-            crate::run::registry::Format::Bf16 => Baseline::CublasBf16C,
-            crate::run::registry::Format::Mxfp8 => Baseline::CublasF32C,
-        }
-    }
-
-    /// Whether this is the default, [`Baseline::CublasBf16C`] (which records leave unwritten).
-    pub fn is_bf16_c(&self) -> bool {
-        *self == Baseline::CublasBf16C
-    }
-}
-
 /// The baseline a column of headline ratios is headed with: the one every record in it shares, else
 /// bf16 C (the bf16 steps'); a record whose own differs names it in its cell ([`Baseline::output`]).
 pub fn column_baseline<'a>(records: impl IntoIterator<Item = &'a StepRecord>) -> Baseline {
@@ -400,10 +350,9 @@ impl StepRecord {
         self.static_smem_bytes.unwrap_or(0) + self.dynamic_smem_bytes
     }
 
-    /// What a new record replaces: a sweep record replaces a sweep record of the same step and shape,
-    /// and a plain run a plain run, so the two kinds never overwrite each other.
-    /// What a new record replaces: the same step, twin, shape and sweep. A step's sm80 twin is
-    /// recorded beside its Hopper kernel on the same GPU, not over it.
+    /// What a new record replaces: the same step, twin, shape and sweep. A sweep record and a plain
+    /// run never overwrite each other, and a step's sm80 twin is recorded beside its Hopper kernel on
+    /// the same GPU, not over it.
     fn key(&self) -> (u8, bool, Shape, bool) {
         (self.step, self.is_sm80_twin(), self.shape, self.sweep)
     }
@@ -427,6 +376,17 @@ impl StepRecord {
         })
     }
 
+    /// Whether `name` names this record: a prefix of at least 7 characters of the revision it was
+    /// recorded at or of its source hash's digits, or the whole hash.
+    fn is_named(&self, name: &str) -> bool {
+        let digits = name.strip_prefix("fnv1a64:").unwrap_or(name);
+        let hash_digits = self
+            .source_hash
+            .as_deref()
+            .map(|h| h.strip_prefix("fnv1a64:").unwrap_or(h));
+        digits.len() >= 7 && (self.git.starts_with(digits) || hash_digits.is_some_and(|h| h.starts_with(digits)))
+    }
+
     /// Whether the kernel recorded is a step's sm80 twin (`sm80.cu`).
     pub fn is_sm80_twin(&self) -> bool {
         self.twin() == Some(crate::run::registry::Twin::Sm80)
@@ -438,9 +398,11 @@ impl StepRecord {
 pub struct ResultsFile {
     pub device: DeviceInfo,
     pub records: Vec<StepRecord>,
-    /// Profiled records that a record of a different kernel (another source hash) replaced: the
-    /// newest per (step, shape, sweep). The evidence table shows the step before its last change
-    /// beside the step now, so that a change's effect on the counters stays in the book.
+    /// Profiled records that a record of a different kernel (another source hash) replaced: a history
+    /// per (step, twin, shape, sweep), oldest first, that only grows, so that re-recording a step never
+    /// drops a record a chapter compares against. A chapter's evidence table shows one of them as the
+    /// step "before" a change, chosen by name ([`ResultsFile::superseded_named`]). Files from before the
+    /// history kept only the newest record per key in this same list: they load as they are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<StepRecord>,
 }
@@ -453,7 +415,8 @@ impl ResultsFile {
 
     /// Adds `new` records, replacing any with the same (step, shape, sweep), and sorts by that key.
     /// When `new` itself repeats a key, the last one wins. A profiled record replaced by one of a
-    /// different kernel is kept in [`ResultsFile::superseded`].
+    /// different kernel is appended to [`ResultsFile::superseded`] (the sort is stable: a key's history
+    /// stays oldest first).
     pub fn merge(&mut self, new: &[StepRecord]) {
         for record in new {
             match self.records.iter_mut().find(|r| r.key() == record.key()) {
@@ -461,7 +424,6 @@ impl ResultsFile {
                     let replaced = std::mem::replace(old, record.clone());
                     let profiled = replaced.profile.as_ref().is_some_and(|p| p.ncu.is_some());
                     if profiled && replaced.source_hash != record.source_hash {
-                        self.superseded.retain(|r| r.key() != replaced.key());
                         self.superseded.push(replaced);
                     }
                 }
@@ -472,9 +434,15 @@ impl ResultsFile {
         self.superseded.sort_by_key(|r| r.key());
     }
 
-    /// The profiled record that `record`'s kernel replaced at its step and shape, if one is kept.
-    pub fn superseded_by(&self, record: &StepRecord) -> Option<&StepRecord> {
-        self.superseded.iter().find(|r| r.key() == record.key())
+    /// The superseded record of `record`'s step, twin, shape and sweep that `name` names: the revision
+    /// it was recorded at (`e47ae65`: a prefix of its `git` of at least 7 characters) or its source hash
+    /// (`fnv1a64:da41689f24f7aae1`, or a prefix of at least 7 of its hex digits). The newest of several
+    /// that match.
+    pub fn superseded_named(&self, record: &StepRecord, name: &str) -> Option<&StepRecord> {
+        self.superseded
+            .iter()
+            .rev()
+            .find(|r| r.key() == record.key() && r.is_named(name))
     }
 }
 

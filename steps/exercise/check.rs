@@ -403,7 +403,7 @@ fn time_at(
     let mut student = |i: usize| (file.launch)(function, &session.gpu.stream, &operands(i)?);
     let mut reference = |i: usize| session.launch(step.id, i);
     let mut cublas = |i: usize| session.launch_baseline(format, i);
-    let baseline = gemm_ladder::run::results::Baseline::of_format(format).label();
+    let baseline = gemm_ladder::run::registry::Baseline::of_format(format).label();
     let mut contenders = [
         Contender {
             name: &mine,

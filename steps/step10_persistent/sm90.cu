@@ -46,7 +46,6 @@
 #include "tma.cuh"
 #include "stmatrix.cuh"
 #include "wgmma.cuh"
-#include "wgmma_k64.cuh"
 #include "cluster.cuh"
 #include "warpgroup.cuh"
 #include "flag.cuh"
@@ -179,13 +178,6 @@ struct WorkList {
         return true;
     }
 };
-
-// A flag in global memory, raised by one block and awaited by another (flag.cuh), at GPU scope: the
-// release orders the partial sums the warpgroup stored before it (its threads synchronised first),
-// the waiter's acquire orders the loads of them after it.
-__device__ __forceinline__ void flag_release(u32* flag, u32 value) {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
-}
 // ANCHOR_END: stream_k
 
 // ANCHOR: kernel

@@ -84,17 +84,10 @@ extern "C" __global__ void dequantize_b(const unsigned char* __restrict__ q, con
     const i64 t = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= static_cast<i64>(rows) * halves) return;
     const int row = static_cast<int>(t / halves), half = static_cast<int>(t % halves);
-    const int slice = half / 2, odd = half % 2;
+    const int slice = half / 2;
     const u32 s = scales[blocked_scale_offset(row, slice / 2, K)];
-    const bool wide = s > NARROW_SCALE_MAX;
-    const u32 factor = scale_bf16x2(s, wide);
     const uint4 in = *reinterpret_cast<const uint4*>(q + static_cast<i64>(row) * K + slice * 16);
-    const u32 words[4] = {in.x, in.y, in.z, in.w};
-    const u32 selector = odd ? 0xB391u : 0xA280u;  // mx.cuh's e4m3x4_place, one of its two halves
-    u32 pairs[4];
-    #pragma unroll
-    for (int i = 0; i < 4; ++i) pairs[i] = apply_scale(e4m3x2_place(words[i], selector), factor, wide);
-    *reinterpret_cast<uint4*>(out + static_cast<i64>(row) * K + half * 8) = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+    *reinterpret_cast<uint4*>(out + static_cast<i64>(row) * K + half * 8) = e4m3x16_half_to_bf16x8(in, s, half % 2);
 }
 // ANCHOR_END: dequantize_b
 

@@ -177,7 +177,7 @@ impl Session {
     }
 
     /// Enqueues cuBLAS on the dequantized MXFP8 inputs of set `set` writing fp32 C, as an MXFP8 step
-    /// does: its like-for-like baseline ([`crate::run::results::Baseline::CublasF32C`]).
+    /// does: its like-for-like baseline ([`crate::run::registry::Baseline::CublasF32C`]).
     pub fn launch_cublas_f32_c_dequantized(&self, set: usize) -> Result<()> {
         let ops = self.dequantized_operands(set)?;
         let c32 = ptr(&self.mx_state()?.c, &self.gpu);
@@ -369,7 +369,7 @@ impl Session {
     }
 
     /// Times MXFP8 step `id` in one alternating loop with its baselines: cuBLAS on the dequantized
-    /// operands writing fp32 C, as the step does (the headline: [`crate::run::results::Baseline::CublasF32C`]), the same
+    /// operands writing fp32 C, as the step does (the headline: [`crate::run::registry::Baseline::CublasF32C`]), the same
     /// writing bf16 C (`ratio_bf16` is to this one), "dequantize, then cuBLAS (fp32 C)" (the dequantize
     /// kernel on A and on B, then cuBLAS, timed together as one contender), and cuBLASLt fp8
     /// tensorwise on the same e4m3 bytes with tensor scales of 1, when cuBLASLt serves the shape.

@@ -1,3 +1,6 @@
+// Alternative to step 11's sm90.cu (its previous design): no pre-pass; B's 256 rows converted into one bf16 tile in shared memory, both consumers meeting at a barrier every K tile.
+// What the recorded loop says: recorded at a4451ea: 0.717× the step at 4096³, 0.649× at 8192³ (slower).
+//
 // Step 11 · mxfp8 (Hopper, sm_90a): an MXFP8 GEMM on a GPU without block-scaled MMA.
 //
 // A and B arrive as e4m3 bytes with one e8m0 scale per 32 elements along K (mx.cuh says what they

@@ -1,3 +1,6 @@
+// Alternative to step 11's sm90.cu, design (a): one fp8 wgmma per 32-element scale block, promoted into fp32 with both scales on the CUDA cores.
+// What the recorded loop says: recorded at a4451ea: 0.270× the step at 4096³, 0.236× at 8192³ (slower).
+//
 // Step 11 · mxfp8, design (a) (Hopper, sm_90a): the alternative to sm90.cu, built to be measured.
 //
 // sm90.cu turns every e4m3 element into bf16 with its block's scale folded in and runs bf16 MMAs. This
