@@ -227,14 +227,21 @@ impl CommonArgs {
         Ok(())
     }
 
-    /// Refuses, before anything runs, to record from a binary built from a dirty tree: its records
-    /// would name a revision that holds none of the code they measured. `revision` is
-    /// [`crate::GIT_REVISION`] (a parameter for the tests).
+    /// Refuses, before anything runs, to record from a dirty build (built from a tree with
+    /// uncommitted changes, or running edited kernels from it): its records would name a revision
+    /// that holds none of the code they measured. `revision` is [`crate::revision`] (a parameter for
+    /// the tests).
     pub fn refuse_dirty_recording(&self, revision: &str) -> Result<()> {
         let records = !(self.no_record || self.check);
         if records && !self.allow_dirty && revision.ends_with("-dirty") {
+            let edited = crate::device::sources::differing_from_commit();
+            let what = if edited.is_empty() {
+                "this binary was built from a tree with uncommitted changes".to_string()
+            } else {
+                format!("these kernels differ from the commit: {}", edited.join(", "))
+            };
             return Err(Error::Usage(format!(
-                "this binary was built from a tree with uncommitted changes ({revision}): commit them and run again, \
+                "{what} ({revision}): commit them and run again, \
                  or pass --allow-dirty to record anyway (the book marks such rows ‡), or --no-record"
             )));
         }
@@ -376,7 +383,7 @@ pub fn step_main(id: u8) -> Result<()> {
     for shape in &shapes {
         shape.check(&step.binary())?;
     }
-    args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
+    args.common.refuse_dirty_recording(&crate::revision())?;
     let gpu = open_for_running()?;
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
     // The step's title is its lesson as the texts teach it; a chosen twin says which file runs.
@@ -473,7 +480,7 @@ pub fn ladder_main() -> Result<()> {
         Err(e) => return Err(e),
     };
     // Only here: without a GPU the ladder just builds the book, which a dirty tree may.
-    args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
+    args.common.refuse_dirty_recording(&crate::revision())?;
     libs::require_nvrtc()?;
     run_ladder(&args, gpu)?;
     if args.no_book {

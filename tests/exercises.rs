@@ -114,7 +114,7 @@ fn every_exercise_s_edits_match_the_current_kernel_exactly_once() {
 fn an_edit_that_does_not_match_once_is_an_error_naming_the_exercise() {
     let template = exercise::find("01.1").expect("exercise 01.1");
     let several = "const int";
-    let count = template.kernel().source.matches(several).count();
+    let count = template.kernel().source().matches(several).count();
     assert!(count > 1, "`{several}` occurs {count} times in step 01's kernel");
     for (find, found) in [("no such text in any kernel", 0), (several, count)] {
         let edits: &'static [Edit] = Box::leak(Box::new([Edit { find, replace: "x" }]));
@@ -152,7 +152,7 @@ fn starters_change_the_kernel_and_mark_where_the_work_is() {
             assert_ne!(edit.find, edit.replace, "{}: an edit that changes nothing", ex.id);
         }
         assert!(
-            !starter(ex).ends_with(kernel.source),
+            !starter(ex).ends_with(kernel.source()),
             "{}: the starter is the step's kernel under a comment",
             ex.id
         );
@@ -235,7 +235,7 @@ fn no_file_under_tests_or_a_step_s_exercises_repeats_a_kernel() {
     for step in steps::ALL {
         let kernels = step.kernels.iter().chain(step.alternatives.iter().map(|a| &a.kernel));
         for kernel in kernels {
-            for run in code_lines(kernel.source).windows(REPEATED_LINES) {
+            for run in code_lines(kernel.source()).windows(REPEATED_LINES) {
                 runs.insert(run.join("\n"));
             }
         }

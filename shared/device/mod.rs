@@ -7,3 +7,4 @@ pub mod gpu;
 pub mod libs;
 pub mod nvml;
 pub mod nvrtc;
+pub mod sources;

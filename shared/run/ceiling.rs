@@ -5,7 +5,7 @@
 
 use crate::check::problem::{random_bf16, Operand};
 use crate::error::{Error, Result};
-use crate::run::registry::{GemmOperands, KernelFile, Targets};
+use crate::run::registry::{GemmOperands, KernelFile, KernelText, Targets};
 use crate::run::results::{CeilingTiming, MmaSyncCeiling};
 use crate::run::session::Session;
 use crate::run::timing::{self, Contender};
@@ -32,7 +32,7 @@ const FLOPS_PER_LAUNCH: f64 = 2.0 * 4096.0 * 4096.0 * 4096.0;
 const fn ceiling_kernel(entry: &'static str, max_dynamic_smem: u32) -> KernelFile {
     KernelFile {
         path: PATH,
-        source: SOURCE,
+        text: KernelText::Given(SOURCE),
         targets: Targets::Ampere,
         entry,
         defines: &[],

@@ -49,7 +49,7 @@ pub fn load_module_in(
     }
     ORIGINS.lock().unwrap_or_else(|e| e.into_inner()).push((
         function.cu_function() as usize,
-        file.source,
+        file.source(),
         file.defines,
     ));
     Ok((module, function, arch))
@@ -69,7 +69,7 @@ pub fn compiled_from(function: &CudaFunction, file: &KernelFile) -> bool {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .any(|&(h, source, defines)| h == handle && same_text(source, file.source) && defines == file.defines)
+        .any(|&(h, source, defines)| h == handle && same_text(source, file.source()) && defines == file.defines)
 }
 
 /// `file`'s entry function in `stream`'s context: compiled and loaded on the first call, kept for the

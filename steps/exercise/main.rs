@@ -155,6 +155,7 @@ pub enum Ending {
 }
 
 fn main() -> ExitCode {
+    gemm_ladder::embed_kernel_sources!();
     gemm_ladder::error::quiet_on_closed_pipe();
     if std::env::var_os("GEMM_LADDER_HANG_SECONDS").is_none() {
         // Before anything reads the deadline (it is read once); nothing else runs yet.

@@ -15,7 +15,7 @@ use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::persistent::PersistentGemm;
 use crate::run::registry::{
-    launch_maps_then, launch_with_maps_in, tell_plan, Alternative, Format, GemmOperands, KernelFile, Plan, Step,
+    launch_maps_then, launch_with_maps_in, tell_plan, Alternative, Format, GemmOperands, KernelFile, KernelText, Plan, Step,
     Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
@@ -161,7 +161,7 @@ mod hopper {
         ($tile:expr, $c_buffers:expr, $producer:expr, $consumer:expr, $launch:expr, $group:expr, $in_flight:expr) => {
             KernelFile {
                 path: "steps/step10_persistent/sm90.cu",
-                source: include_str!("sm90.cu"),
+                text: KernelText::File,
                 targets: Targets::Hopper,
                 entry: "gemm",
                 defines: &[
@@ -804,7 +804,7 @@ mod blackwell {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step10_persistent/sm100.cu",
-        source: include_str!("sm100.cu"),
+        text: KernelText::File,
         targets: Targets::Blackwell,
         entry: "gemm",
         defines: &[
