@@ -729,6 +729,10 @@ fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_file
         // Checking the same file again is not another attempt.
         assert_eq!(entry["attempts"], 1, "check {attempt}: {entry}");
     }
+    // A find-the-bug exercise asks for no prediction: --predict is a usage error.
+    let out = class.run(&["check", bug.id, "--predict", "1.1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("asks for no prediction"));
     let path = class.file(bug);
     let edited = std::fs::read_to_string(&path).expect("the file") + "// a change\n";
     std::fs::write(&path, edited).expect("an edit");
@@ -755,11 +759,15 @@ fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_file
         std::fs::write(&path, edited).expect("an edit");
         let out = class.run(&["check", ex.id, "--predict", "80"]);
         assert_eq!(out.status.code(), Some(NOT_VERIFIED), "{}", said(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
-            String::from_utf8_lossy(&out.stdout).contains("not the unchanged starter"),
+            stdout.contains("not the unchanged starter") && stdout.contains("stays passed"),
             "{}",
             said(&out)
         );
+        // The earlier pass stands: a check that cannot run the kernel undoes nothing.
+        assert_eq!(class.progress_json()["exercises"][ex.id]["status"], "pass");
+        assert!(class.run(&["solution", ex.id]).status.success());
     }
     Ok(())
 }

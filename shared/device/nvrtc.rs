@@ -323,7 +323,7 @@ pub fn disassemble(cubin: &[u8], label: &str) -> Result<String> {
         .or_else(|| libs::find_tool("nvdisasm").and_then(|t| attempt(&t, &["-c"])));
     drop(scratch);
     sass.ok_or_else(|| {
-        Error::Other(format!(
+        Error::Environment(format!(
             "--emit sass needs cuobjdump or nvdisasm: {}",
             crate::error::DISASSEMBLER_INSTALL
         ))
