@@ -1034,7 +1034,49 @@ fn report_csv_parses_back_names_the_student_and_merges_a_class() -> Ran {
     }
     Ok(())
 }
+/// The first compute capability a README table row names (`sm_80` → 8.0, `sm_100a` → 10.0).
+fn first_arch(cell: &str) -> Option<(u32, u32)> {
+    let digits: String = cell.split("sm_").nth(1)?.chars().take_while(char::is_ascii_digit).collect();
+    let (major, minor) = digits.split_at(digits.len().checked_sub(1)?);
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The README's exercise counts are the program's: in "What runs where", a row's "N of M" counts the
+/// exercises whose kernel runs on the row's first architecture, of all M there are, and "all M" is
+/// every exercise (and every one runs there). Edit the table's numbers when exercises are added.
+fn the_readme_counts_the_exercises_as_the_program_does() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
+    let total = exercise::all().count();
+    let mut rows = 0;
+    let table = readme.split("What runs where").nth(1).expect("the README's \"What runs where\" table");
+    let table = table.lines().skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|'));
+    for row in table {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let (Some(gpu), Some(last)) = (cells.first(), cells.last()) else {
+            continue;
+        };
+        let number = |text: &str| -> usize {
+            let digits: String = text.trim().chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().unwrap_or_else(|_| panic!("no number in `{text}` of: {row}"))
+        };
+        let (counted, of) = if let Some((before, after)) = last.split_once(" of ") {
+            (number(before.rsplit(' ').next().unwrap_or_default()), number(after))
+        } else if let Some(after) = last.strip_prefix("all ") {
+            (number(after), number(after))
+        } else {
+            continue;
+        };
+        let (major, minor) = first_arch(gpu).unwrap_or_else(|| panic!("no sm_XY in the row: {row}"));
+        let runs = exercise::all().filter(|e| e.targets.serves(major, minor)).count();
+        assert_eq!(of, total, "README says {of} exercises, the program has {total}: {row}");
+        assert_eq!(counted, runs, "README says {counted} run on sm_{major}{minor}, the program {runs}: {row}");
+        rows += 1;
+    }
+    assert!(rows >= 3, "the README's \"What runs where\" rows with exercise counts were not found");
+}
+
 common::harness::tests!(
+    the_readme_counts_the_exercises_as_the_program_does,
     twin_limits_the_list_and_the_next_exercise,
     there_are_exercises_of_every_kind_in_steps_01_to_05,
     every_exercise_s_edits_match_the_current_kernel_exactly_once,
