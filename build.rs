@@ -35,12 +35,15 @@ fn main() {
 
 /// A kernel or header the binaries read at run time (a path from the crate root, with `/`).
 pub fn is_kernel_source(path: &str) -> bool {
-    (path.starts_with("steps/") && path.ends_with(".cu")) || (path.starts_with("shared/cuda/") && path.ends_with(".cuh"))
+    (path.starts_with("steps/") && path.ends_with(".cu"))
+        || (path.starts_with("shared/cuda/") && path.ends_with(".cuh"))
 }
 
 /// FNV-1a, 64 bits, of `bytes`: the committed text's hash here, the run's text's in `device::sources`.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// `git ARGS` in `dir`, allowed no optional write (no index refresh); its trimmed output, if it ran.
@@ -93,13 +96,21 @@ pub fn kernel_sources(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
     collect_files(dir, Path::new("steps"), &mut found);
     collect_files(dir, Path::new("shared/cuda"), &mut found);
-    let mut paths: Vec<String> = found.iter().map(|p| slashed(p)).filter(|p| is_kernel_source(p)).collect();
+    let mut paths: Vec<String> = found
+        .iter()
+        .map(|p| slashed(p))
+        .filter(|p| is_kernel_source(p))
+        .collect();
     paths.sort();
     paths
 }
 
 fn slashed(relative: &Path) -> String {
-    relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+    relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Every file at or under `relative` (from `dir`), as paths from `dir`.
@@ -116,7 +127,10 @@ fn collect_files(dir: &Path, relative: &Path, found: &mut Vec<PathBuf>) {
 
 /// Each kernel source as HEAD has it, with [`fnv1a64`] of its text; `None` outside a git repository.
 pub fn committed_kernel_hashes(dir: &Path) -> Option<Vec<(String, u64)>> {
-    let listed = git(dir, &["ls-tree", "-r", "--name-only", "HEAD", "--", "steps", "shared/cuda"])?;
+    let listed = git(
+        dir,
+        &["ls-tree", "-r", "--name-only", "HEAD", "--", "steps", "shared/cuda"],
+    )?;
     let paths: Vec<&str> = listed.lines().filter(|p| is_kernel_source(p)).collect();
     let mut child = Command::new("git")
         .args(["--no-optional-locks", "-C"])
@@ -137,7 +151,12 @@ pub fn committed_kernel_hashes(dir: &Path) -> Option<Vec<(String, u64)>> {
     let mut hashes = Vec::new();
     for path in paths {
         let header_end = rest.iter().position(|&b| b == b'\n')?;
-        let size: usize = std::str::from_utf8(&rest[..header_end]).ok()?.split(' ').nth(2)?.parse().ok()?;
+        let size: usize = std::str::from_utf8(&rest[..header_end])
+            .ok()?
+            .split(' ')
+            .nth(2)?
+            .parse()
+            .ok()?;
         let content = rest.get(header_end + 1..header_end + 1 + size)?;
         hashes.push((path.to_string(), fnv1a64(content)));
         rest = rest.get(header_end + 2 + size..)?;

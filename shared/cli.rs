@@ -272,7 +272,11 @@ fn emit(step: &Step, what: Emit, arch: Option<&str>, alternative: Option<&str>, 
                 Error::Usage(if known.is_empty() {
                     format!("{} has no alternatives (steps 10 and 11 have some)", step.binary())
                 } else {
-                    format!("{} has no alternative named {name:?} (it has: {})", step.binary(), known.join(", "))
+                    format!(
+                        "{} has no alternative named {name:?} (it has: {})",
+                        step.binary(),
+                        known.join(", ")
+                    )
                 })
             })?;
             vec![&found.kernel]
@@ -864,7 +868,10 @@ mod tests {
     #[test]
     fn a_b200_run_says_first_that_its_blackwell_kernels_were_never_run() {
         let warning = unrun_kernels_warning(10, 0, None).expect("a B200 runs the Blackwell kernels");
-        assert!(warning.starts_with("warning: ") && warning.contains("--twin sm80"), "{warning}");
+        assert!(
+            warning.starts_with("warning: ") && warning.contains("--twin sm80"),
+            "{warning}"
+        );
         assert!(unrun_kernels_warning(10, 0, Some(Twin::Blackwell)).is_some());
         assert!(unrun_kernels_warning(10, 0, Some(Twin::Sm80)).is_none());
         for (major, minor) in [(8, 0), (9, 0), (12, 0)] {

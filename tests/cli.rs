@@ -326,12 +326,20 @@ fn an_edited_kernel_runs_without_a_rebuild_as_a_dirty_build() -> Ran {
     };
     refused(
         &with_tree(&["--size", "64"]),
-        &["steps/step01_naive/kernel.cu", "differ from the commit", "--allow-dirty"],
+        &[
+            "steps/step01_naive/kernel.cu",
+            "differ from the commit",
+            "--allow-dirty",
+        ],
     );
     common::nvrtc()?;
     let out = with_tree(&["--emit", "ptx"]);
     assert!(out.status.success(), "{}", said(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("edited_by_the_test"), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("edited_by_the_test"),
+        "{}",
+        said(&out)
+    );
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("steps/step01_naive/kernel.cu as edited in the source tree"),
         "{}",

@@ -79,14 +79,18 @@ fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let without = (4..=11).find(|n| {
         let prefix = format!("step{n:02}_");
-        !std::fs::read_dir(root.join("steps")).unwrap().flatten().any(|e| {
-            e.file_name().to_string_lossy().starts_with(&prefix) && e.path().join("sm80.cu").is_file()
-        })
+        !std::fs::read_dir(root.join("steps"))
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&prefix) && e.path().join("sm80.cu").is_file())
     });
     if let Some(n) = without {
         let out = diff_steps(&["03", &format!("{n:02}"), "--twin", "sm80"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(&format!("step {n:02} has no sm80 kernel (sm80.cu: steps 04,")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("step {n:02} has no sm80 kernel (sm80.cu: steps 04,")),
+            "{stderr}"
+        );
     }
 }

@@ -1036,7 +1036,12 @@ fn report_csv_parses_back_names_the_student_and_merges_a_class() -> Ran {
 }
 /// The first compute capability a README table row names (`sm_80` → 8.0, `sm_100a` → 10.0).
 fn first_arch(cell: &str) -> Option<(u32, u32)> {
-    let digits: String = cell.split("sm_").nth(1)?.chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = cell
+        .split("sm_")
+        .nth(1)?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     let (major, minor) = digits.split_at(digits.len().checked_sub(1)?);
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
@@ -1048,8 +1053,14 @@ fn the_readme_counts_the_exercises_as_the_program_does() {
     let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
     let total = exercise::all().count();
     let mut rows = 0;
-    let table = readme.split("What runs where").nth(1).expect("the README's \"What runs where\" table");
-    let table = table.lines().skip_while(|l| !l.starts_with('|')).take_while(|l| l.starts_with('|'));
+    let table = readme
+        .split("What runs where")
+        .nth(1)
+        .expect("the README's \"What runs where\" table");
+    let table = table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'));
     for row in table {
         let cells: Vec<&str> = row.split(" | ").collect();
         let (Some(gpu), Some(last)) = (cells.first(), cells.last()) else {
@@ -1057,7 +1068,9 @@ fn the_readme_counts_the_exercises_as_the_program_does() {
         };
         let number = |text: &str| -> usize {
             let digits: String = text.trim().chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().unwrap_or_else(|_| panic!("no number in `{text}` of: {row}"))
+            digits
+                .parse()
+                .unwrap_or_else(|_| panic!("no number in `{text}` of: {row}"))
         };
         let (counted, of) = if let Some((before, after)) = last.split_once(" of ") {
             (number(before.rsplit(' ').next().unwrap_or_default()), number(after))
@@ -1069,10 +1082,16 @@ fn the_readme_counts_the_exercises_as_the_program_does() {
         let (major, minor) = first_arch(gpu).unwrap_or_else(|| panic!("no sm_XY in the row: {row}"));
         let runs = exercise::all().filter(|e| e.targets.serves(major, minor)).count();
         assert_eq!(of, total, "README says {of} exercises, the program has {total}: {row}");
-        assert_eq!(counted, runs, "README says {counted} run on sm_{major}{minor}, the program {runs}: {row}");
+        assert_eq!(
+            counted, runs,
+            "README says {counted} run on sm_{major}{minor}, the program {runs}: {row}"
+        );
         rows += 1;
     }
-    assert!(rows >= 3, "the README's \"What runs where\" rows with exercise counts were not found");
+    assert!(
+        rows >= 3,
+        "the README's \"What runs where\" rows with exercise counts were not found"
+    );
 }
 
 common::harness::tests!(

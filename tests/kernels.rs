@@ -141,7 +141,9 @@ fn a_compile_error_names_the_file_and_line() -> Ran {
     let naive = &steps::step01_naive::STEP.kernels[0];
     let bad = KernelFile {
         path: "steps/step99_typo/kernel.cu",
-        text: KernelText::Given("#include \"common.cuh\"\nextern \"C\" __global__ void gemm() {\n  undefined_name = 1;\n}\n"),
+        text: KernelText::Given(
+            "#include \"common.cuh\"\nextern \"C\" __global__ void gemm() {\n  undefined_name = 1;\n}\n",
+        ),
         targets: Targets::AnyGpu,
         entry: "gemm",
         defines: &[],

@@ -181,8 +181,14 @@ fn kernels_are_listed_and_hashed_as_committed_and_not_watched() -> Ran {
     assert_eq!(
         committed,
         [
-            ("shared/cuda/common.cuh".to_string(), build_script::fnv1a64(b"// header\n")),
-            ("steps/step01_naive/kernel.cu".to_string(), build_script::fnv1a64(b"// kernel\n")),
+            (
+                "shared/cuda/common.cuh".to_string(),
+                build_script::fnv1a64(b"// header\n")
+            ),
+            (
+                "steps/step01_naive/kernel.cu".to_string(),
+                build_script::fnv1a64(b"// kernel\n")
+            ),
         ]
     );
     // FNV-1a 64 of "a", as `device::sources` checks it too.

@@ -77,7 +77,9 @@ pub fn text(path: &str) -> &'static str {
 
 /// FNV-1a, 64 bits, as build.rs hashes the committed texts.
 fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Whether the text at `path` this process runs is the committed one (`None`: nothing to compare

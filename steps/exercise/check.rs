@@ -198,7 +198,10 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
                 match outcome.measurement {
                     Some(m) => println!("  {:<16}{} {}", "measured:", crate::report::number(Some(m)), p.unit),
                     None if Quantity::of_unit(p.unit) == Some(Quantity::Registers) => {
-                        println!("  {:<16}nothing yet (the register count needs ptxas or a GPU)", "measured:")
+                        println!(
+                            "  {:<16}nothing yet (the register count needs ptxas or a GPU)",
+                            "measured:"
+                        )
                     }
                     None => println!("  {:<16}nothing yet (needs a GPU and the timing loop)", "measured:"),
                 }
@@ -210,7 +213,10 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
             }
             println!("\n{}", gemm_ladder::error::wrapped(&outcome.summary, "  "));
             if kept_pass {
-                println!("  exercise {} stays passed: a check that cannot run the kernel undoes no pass", ex.id);
+                println!(
+                    "  exercise {} stays passed: a check that cannot run the kernel undoes no pass",
+                    ex.id
+                );
             }
             if outcome.status == PASS {
                 if let Some(answer) = ex.answer {

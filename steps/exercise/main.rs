@@ -448,7 +448,10 @@ fn open_exercise(ex: &Exercise) -> Result<()> {
         } else {
             "with your work in it"
         };
-        let said = format!("{shown} is there already, {what} (`exercise reset {}` starts over)", ex.id);
+        let said = format!(
+            "{shown} is there already, {what} (`exercise reset {}` starts over)",
+            ex.id
+        );
         println!("{}", gemm_ladder::error::wrapped_after("  ", &said, "  "));
     } else {
         write_starter(ex, &path)?;

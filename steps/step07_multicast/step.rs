@@ -19,7 +19,8 @@ use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_with_maps_in, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, KernelText, Launch, Step, Targets,
+    launch_with_maps_in, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, KernelText, Launch, Step,
+    Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 

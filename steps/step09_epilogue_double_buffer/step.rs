@@ -12,7 +12,9 @@
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::run::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, KernelText, Launch, Step, Targets};
+use crate::run::registry::{
+    launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, KernelText, Launch, Step, Targets,
+};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles and launch (step 08's, with a chunked epilogue and a deeper ring).

@@ -15,8 +15,8 @@ use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::persistent::PersistentGemm;
 use crate::run::registry::{
-    launch_maps_then, launch_with_maps_in, tell_plan, Alternative, Format, GemmOperands, KernelFile, KernelText, Plan, Step,
-    Targets,
+    launch_maps_then, launch_with_maps_in, tell_plan, Alternative, Format, GemmOperands, KernelFile, KernelText, Plan,
+    Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
