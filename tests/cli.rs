@@ -128,7 +128,17 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
         said(&out)
     );
     let out = run("step01", &["--emit", "ptx", "--arch", "sm75"]);
-    refused(&out, &["step01 has no kernel for --arch sm_75", "8.0 or newer"]);
+    refused(&out, &["step01 has no kernel for --arch sm_75", "sm_80+ (kernel.cu)"]);
+    // The refusal lists each file with its architectures, briefly.
+    let out = run("step05", &["--emit", "ptx", "--arch", "sm75"]);
+    refused(&out, &["sm_90a (sm90.cu), sm_100a (sm100.cu), sm_80+ (sm80.cu)"]);
+    // A step without alternatives says so; --timeline on a step without stamps is a usage error
+    // found before any GPU is looked for.
+    refused(
+        &run("step05", &["--emit", "ptx", "--alternative", "promote"]),
+        &["step05 has no alternatives"],
+    );
+    refused(&run("step03", &["--timeline"]), &["step03 --timeline", "no timeline stamps"]);
 }
 
 /// `ladder` refuses a shape outside the contract, `--no-book` with `--book-only`, and a `--book` that
