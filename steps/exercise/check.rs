@@ -552,7 +552,12 @@ pub fn check_all(options: &CheckOptions) -> Result<Ending> {
     let mut counts = [0usize; 4];
     for ex in exercise::all() {
         let (path, _) = student_file(ex);
-        let recorded = progress.exercises.get(ex.id).and_then(|e| e.prediction);
+        // Only an exercise that asks for a prediction is given one (the others refuse `--predict`).
+        let recorded = progress
+            .exercises
+            .get(ex.id)
+            .and_then(|e| e.prediction)
+            .filter(|_| ex.prediction.is_some());
         let (verdict, why) = if !path.is_file() {
             (
                 Verdict::NotStarted,
