@@ -138,7 +138,10 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
         &run("step05", &["--emit", "ptx", "--alternative", "promote"]),
         &["step05 has no alternatives"],
     );
-    refused(&run("step03", &["--timeline"]), &["step03 --timeline", "no timeline stamps"]);
+    refused(
+        &run("step03", &["--timeline"]),
+        &["step03 --timeline", "no timeline stamps"],
+    );
 }
 
 /// `ladder` refuses a shape outside the contract, `--no-book` with `--book-only`, and a `--book` that
