@@ -90,8 +90,8 @@ pub struct StepArgs {
     /// Only with --emit: a run always compiles for the GPU it runs on.
     #[arg(long)]
     pub arch: Option<String>,
-    /// With --emit: print this alternative design's kernel instead of the step's (step 11: promote).
-    /// A run verifies and times every alternative beside the step's kernel anyway.
+    /// With --emit: print this alternative design's kernel instead of the step's (steps 10 and 11
+    /// have some; an unknown name lists them). A run verifies and times them all anyway.
     #[arg(long, requires = "emit")]
     pub alternative: Option<String>,
     /// Steps 08-11 on Hopper: build the kernel with timeline stamps (-DTIMELINE=1), check and time it
@@ -227,14 +227,21 @@ impl CommonArgs {
         Ok(())
     }
 
-    /// Refuses, before anything runs, to record from a binary built from a dirty tree: its records
-    /// would name a revision that holds none of the code they measured. `revision` is
-    /// [`crate::GIT_REVISION`] (a parameter for the tests).
+    /// Refuses, before anything runs, to record from a dirty build (built from a tree with
+    /// uncommitted changes, or running edited kernels from it): its records would name a revision
+    /// that holds none of the code they measured. `revision` is [`crate::revision`] (a parameter for
+    /// the tests).
     pub fn refuse_dirty_recording(&self, revision: &str) -> Result<()> {
         let records = !(self.no_record || self.check);
         if records && !self.allow_dirty && revision.ends_with("-dirty") {
+            let edited = crate::device::sources::differing_from_commit();
+            let what = if edited.is_empty() {
+                "this binary was built from a tree with uncommitted changes".to_string()
+            } else {
+                format!("these kernels differ from the commit: {}", edited.join(", "))
+            };
             return Err(Error::Usage(format!(
-                "this binary was built from a tree with uncommitted changes ({revision}): commit them and run again, \
+                "{what} ({revision}): commit them and run again, \
                  or pass --allow-dirty to record anyway (the book marks such rows ‡), or --no-record"
             )));
         }
@@ -262,15 +269,15 @@ fn emit(step: &Step, what: Emit, arch: Option<&str>, alternative: Option<&str>, 
         Some(name) => {
             let found = step.alternatives.iter().find(|a| a.name == name).ok_or_else(|| {
                 let known: Vec<&str> = step.alternatives.iter().map(|a| a.name).collect();
-                Error::Usage(format!(
-                    "{} has no alternative named {name:?} (it has: {})",
-                    step.binary(),
-                    if known.is_empty() {
-                        "none".to_string()
-                    } else {
+                Error::Usage(if known.is_empty() {
+                    format!("{} has no alternatives (steps 10 and 11 have some)", step.binary())
+                } else {
+                    format!(
+                        "{} has no alternative named {name:?} (it has: {})",
+                        step.binary(),
                         known.join(", ")
-                    }
-                ))
+                    )
+                })
             })?;
             vec![&found.kernel]
         }
@@ -292,11 +299,21 @@ fn emit(step: &Step, what: Emit, arch: Option<&str>, alternative: Option<&str>, 
         },
     };
     let Some(file) = files.iter().copied().find(|k| k.targets.compiles_for(arch)) else {
-        let targets: Vec<&str> = files.iter().map(|k| k.targets.describe()).collect();
+        // One short item a file: `sm_90a (sm90.cu)`, `sm_80+ (sm80.cu)` for a portable one.
+        let targets: Vec<String> = files
+            .iter()
+            .map(|k| {
+                let archs = k.targets.claimed_archs();
+                let oldest = archs.iter().min_by_key(|a| (a.major, a.minor)).copied().unwrap_or(arch);
+                let plus = if archs.len() > 1 { "+" } else { "" };
+                let name = k.path.rsplit('/').next().unwrap_or(k.path);
+                format!("{oldest}{plus} ({name})")
+            })
+            .collect();
         return Err(Error::Usage(format!(
             "{} has no kernel for --arch {arch}: its kernels are for {}",
             step.binary(),
-            targets.join(" and ")
+            targets.join(", ")
         )));
     };
     match what {
@@ -334,8 +351,27 @@ fn record(args: &CommonArgs, gpu: &Gpu, records: &[StepRecord]) -> Result<()> {
     Ok(())
 }
 
-fn open_for_running() -> Result<Gpu> {
+/// The first line of a run on a GPU whose kernels for steps 04–11 are by default the Blackwell ones
+/// (a B200, `sm_100a`), which this project has assembled and unit-tested but never run; `None`
+/// elsewhere, or when `--twin` chose another twin.
+fn unrun_kernels_warning(major: u32, minor: u32, twin: Option<Twin>) -> Option<String> {
+    let blackwell_by_default = crate::run::registry::Targets::Blackwell.serves(major, minor);
+    (blackwell_by_default && matches!(twin, None | Some(Twin::Blackwell))).then(|| {
+        let text = format!(
+            "this GPU (compute capability {major}.{minor}) runs the Blackwell kernels (sm100.cu) of steps \
+             04–11, which this project has never run on silicon (assembled and unit-tested only): a \
+             failure may be the kernel's own. `--twin sm80` runs the measured sm80 twins of steps 04–07 \
+             instead."
+        );
+        crate::error::wrapped_after("warning: ", &text, "  ")
+    })
+}
+
+fn open_for_running(twin: Option<Twin>) -> Result<Gpu> {
     let gpu = Gpu::open()?;
+    if let Some(warning) = unrun_kernels_warning(gpu.major, gpu.minor, twin) {
+        println!("{warning}");
+    }
     libs::require_nvrtc()?;
     println!(
         "{} (compute capability {}, {} SMs, {} MiB L2), driver {}, NVRTC {}",
@@ -376,8 +412,15 @@ pub fn step_main(id: u8) -> Result<()> {
     for shape in &shapes {
         shape.check(&step.binary())?;
     }
-    args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
-    let gpu = open_for_running()?;
+    // A usage error, found before the GPU is opened (or found missing).
+    if args.timeline && !crate::evidence::timeline::supports(step) {
+        return Err(Error::Usage(format!(
+            "{} --timeline: this step's kernels have no timeline stamps (steps 08, 09, 10 and 11 have them on Hopper)",
+            step.binary()
+        )));
+    }
+    args.common.refuse_dirty_recording(&crate::revision())?;
+    let gpu = open_for_running(args.common.twin)?;
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
     // The step's title is its lesson as the texts teach it; a chosen twin says which file runs.
     let kernel = step
@@ -473,8 +516,11 @@ pub fn ladder_main() -> Result<()> {
         Err(e @ (Error::NoDriver | Error::NoDevice(_))) => return without_gpu(&args, book_dir, &e),
         Err(e) => return Err(e),
     };
+    if let Some(warning) = unrun_kernels_warning(gpu.major, gpu.minor, args.common.twin) {
+        println!("{warning}");
+    }
     // Only here: without a GPU the ladder just builds the book, which a dirty tree may.
-    args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
+    args.common.refuse_dirty_recording(&crate::revision())?;
     libs::require_nvrtc()?;
     run_ladder(&args, gpu)?;
     if args.no_book {
@@ -821,6 +867,20 @@ mod tests {
                 "{main} does not call cli::step_main({})",
                 step.id
             );
+        }
+    }
+
+    #[test]
+    fn a_b200_run_says_first_that_its_blackwell_kernels_were_never_run() {
+        let warning = unrun_kernels_warning(10, 0, None).expect("a B200 runs the Blackwell kernels");
+        assert!(
+            warning.starts_with("warning: ") && warning.contains("--twin sm80"),
+            "{warning}"
+        );
+        assert!(unrun_kernels_warning(10, 0, Some(Twin::Blackwell)).is_some());
+        assert!(unrun_kernels_warning(10, 0, Some(Twin::Sm80)).is_none());
+        for (major, minor) in [(8, 0), (9, 0), (12, 0)] {
+            assert!(unrun_kernels_warning(major, minor, None).is_none(), "{major}.{minor}");
         }
     }
 

@@ -105,7 +105,7 @@ pub const EXIT_CODES: [(u8, &str); 6] = [
     (1, "verification failed"),
     (2, "usage: a bad flag, shape or architecture"),
     (3, "a kernel hung"),
-    (4, "environment: no driver or GPU, NVRTC or cuBLAS missing"),
+    (4, "environment: no driver or GPU; NVRTC, cuBLAS or a CUDA tool missing"),
     (5, "anything else: a compile error, a CUDA or file error"),
 ];
 

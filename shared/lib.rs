@@ -38,8 +38,19 @@ pub mod run;
 pub mod shape;
 pub mod svg;
 
-/// The revision of the code this binary was built from (`git describe --dirty`).
+/// The commit this binary was built from (`git describe`), with `-dirty` when its Rust code differed
+/// from it. The kernels are read at run time: [`revision`] is what a run records.
 pub const GIT_REVISION: &str = env!("GEMM_LADDER_GIT_REVISION");
+
+/// The revision a run names: [`GIT_REVISION`], with `-dirty` also when a kernel this binary runs
+/// differs from that commit (an edited kernel in the source tree: [`device::sources`]).
+pub fn revision() -> String {
+    if GIT_REVISION.ends_with("-dirty") || device::sources::differing_from_commit().is_empty() {
+        GIT_REVISION.to_string()
+    } else {
+        format!("{GIT_REVISION}-dirty")
+    }
+}
 
 /// What `--version` prints: the crate's version and the revision the binary was built from.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("GEMM_LADDER_GIT_REVISION"), ")");

@@ -128,7 +128,20 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
         said(&out)
     );
     let out = run("step01", &["--emit", "ptx", "--arch", "sm75"]);
-    refused(&out, &["step01 has no kernel for --arch sm_75", "8.0 or newer"]);
+    refused(&out, &["step01 has no kernel for --arch sm_75", "sm_80+ (kernel.cu)"]);
+    // The refusal lists each file with its architectures, briefly.
+    let out = run("step05", &["--emit", "ptx", "--arch", "sm75"]);
+    refused(&out, &["sm_90a (sm90.cu), sm_100a (sm100.cu), sm_80+ (sm80.cu)"]);
+    // A step without alternatives says so; --timeline on a step without stamps is a usage error
+    // found before any GPU is looked for.
+    refused(
+        &run("step05", &["--emit", "ptx", "--alternative", "promote"]),
+        &["step05 has no alternatives"],
+    );
+    refused(
+        &run("step03", &["--timeline"]),
+        &["step03 --timeline", "no timeline stamps"],
+    );
 }
 
 /// `ladder` refuses a shape outside the contract, `--no-book` with `--book-only`, and a `--book` that
@@ -278,8 +291,87 @@ fn a_closed_pipe_ends_the_program_quietly() -> Ran {
     Ok(())
 }
 
+/// A copy of the crate's kernel sources (`steps/**/*.cu`, `shared/cuda/*.cuh`) in a new folder.
+fn copy_of_the_kernel_sources() -> tempfile::TempDir {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = tempfile::tempdir().unwrap();
+    for folder in ["steps", "shared/cuda"] {
+        for entry in walk(&root.join(folder)) {
+            let relative = entry.strip_prefix(root).unwrap();
+            let name = relative.to_string_lossy();
+            if name.ends_with(".cu") || name.ends_with(".cuh") {
+                std::fs::create_dir_all(copy.path().join(relative).parent().unwrap()).unwrap();
+                std::fs::copy(&entry, copy.path().join(relative)).unwrap();
+            }
+        }
+    }
+    copy
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A kernel edited in the source tree runs without a Rust rebuild, and makes the run a dirty build:
+/// recording is refused (before any GPU is needed) unless `--allow-dirty`, and compiling it says so. The
+/// binary reads the kernels from the folder `GEMM_LADDER_SOURCE_TREE` names, a copy of the tree here.
+fn an_edited_kernel_runs_without_a_rebuild_as_a_dirty_build() -> Ran {
+    let tree = copy_of_the_kernel_sources();
+    let kernel = tree.path().join("steps/step01_naive/kernel.cu");
+    let edited = std::fs::read_to_string(&kernel).unwrap() + "__device__ int edited_by_the_test;\n";
+    std::fs::write(&kernel, edited).unwrap();
+    let with_tree = |args: &[&str]| {
+        Command::new(binary("step01"))
+            .args(args)
+            .env(gemm_ladder::device::sources::TREE_ENV, tree.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    refused(
+        &with_tree(&["--size", "64"]),
+        &[
+            "steps/step01_naive/kernel.cu",
+            "differ from the commit",
+            "--allow-dirty",
+        ],
+    );
+    common::nvrtc()?;
+    let out = with_tree(&["--emit", "ptx"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("edited_by_the_test"),
+        "{}",
+        said(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("steps/step01_naive/kernel.cu as edited in the source tree"),
+        "{}",
+        said(&out)
+    );
+    // The copy the binary embeds runs where there is no tree; it is the file as it is on disk.
+    let embedded = Command::new(binary("step01"))
+        .args(["--emit", "ptx"])
+        .env(gemm_ladder::device::sources::TREE_ENV, "none")
+        .output()
+        .unwrap();
+    assert!(embedded.status.success(), "{}", said(&embedded));
+    assert!(!String::from_utf8_lossy(&embedded.stdout).contains("edited_by_the_test"));
+    Ok(())
+}
+
 common::harness::tests!(
     help_fits_a_100_column_terminal_and_ends_with_the_exit_statuses,
+    an_edited_kernel_runs_without_a_rebuild_as_a_dirty_build,
     the_readme_lists_every_exit_status,
     bad_values_are_refused_in_one_line_with_status_2,
     the_ladder_refuses_bad_shapes_and_folders_with_status_2,

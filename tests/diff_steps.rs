@@ -1,7 +1,8 @@
 //! `scripts/diff-steps NN MM`, the README's way to see the lesson between two steps: the diff of their
 //! Hopper kernels (`kernel.cu` for steps 01–03, `sm90.cu` after) or, with `--twin sm80`, their sm80
-//! twins (`sm80.cu`); with `--alternative NAME`, a step's alternative kernel against the step's own;
-//! or one line and a non-zero exit.
+//! twins (`sm80.cu`), with `--twin blackwell` their Blackwell kernels (`sm100.cu`); with
+//! `--alternative NAME`, a step's alternative kernel against the step's own; or one line and a
+//! non-zero exit.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -37,6 +38,11 @@ fn shows_the_diff_of_two_steps_hopper_kernels() {
             ["3", "4", "--twin", "sm80"],
             "steps/step03_register_tiling/kernel.cu",
             "steps/step04_tma_mma/sm80.cu",
+        ),
+        (
+            ["04", "05", "--twin", "blackwell"],
+            "steps/step04_tma_mma/sm100.cu",
+            "steps/step05_swizzle128/sm100.cu",
         ),
     ] {
         let args: Vec<&str> = args.into_iter().filter(|a| !a.is_empty()).collect();
@@ -94,5 +100,23 @@ fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
         assert!(out.stdout.is_empty(), "{args:?}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("diff-steps: "), "{args:?}: {stderr}");
+    }
+    // A step without the chosen twin's kernel: which steps have one.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let without = (4..=11).find(|n| {
+        let prefix = format!("step{n:02}_");
+        !std::fs::read_dir(root.join("steps"))
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&prefix) && e.path().join("sm80.cu").is_file())
+    });
+    if let Some(n) = without {
+        let out = diff_steps(&["03", &format!("{n:02}"), "--twin", "sm80"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("step {n:02} has no sm80 kernel (sm80.cu: steps 04,")),
+            "{stderr}"
+        );
     }
 }

@@ -114,7 +114,7 @@ fn every_exercise_s_edits_match_the_current_kernel_exactly_once() {
 fn an_edit_that_does_not_match_once_is_an_error_naming_the_exercise() {
     let template = exercise::find("01.1").expect("exercise 01.1");
     let several = "const int";
-    let count = template.kernel().source.matches(several).count();
+    let count = template.kernel().source().matches(several).count();
     assert!(count > 1, "`{several}` occurs {count} times in step 01's kernel");
     for (find, found) in [("no such text in any kernel", 0), (several, count)] {
         let edits: &'static [Edit] = Box::leak(Box::new([Edit { find, replace: "x" }]));
@@ -152,7 +152,7 @@ fn starters_change_the_kernel_and_mark_where_the_work_is() {
             assert_ne!(edit.find, edit.replace, "{}: an edit that changes nothing", ex.id);
         }
         assert!(
-            !starter(ex).ends_with(kernel.source),
+            !starter(ex).ends_with(kernel.source()),
             "{}: the starter is the step's kernel under a comment",
             ex.id
         );
@@ -235,7 +235,7 @@ fn no_file_under_tests_or_a_step_s_exercises_repeats_a_kernel() {
     for step in steps::ALL {
         let kernels = step.kernels.iter().chain(step.alternatives.iter().map(|a| &a.kernel));
         for kernel in kernels {
-            for run in code_lines(kernel.source).windows(REPEATED_LINES) {
+            for run in code_lines(kernel.source()).windows(REPEATED_LINES) {
                 runs.insert(run.join("\n"));
             }
         }
@@ -729,6 +729,10 @@ fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_file
         // Checking the same file again is not another attempt.
         assert_eq!(entry["attempts"], 1, "check {attempt}: {entry}");
     }
+    // A find-the-bug exercise asks for no prediction: --predict is a usage error.
+    let out = class.run(&["check", bug.id, "--predict", "1.1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("asks for no prediction"));
     let path = class.file(bug);
     let edited = std::fs::read_to_string(&path).expect("the file") + "// a change\n";
     std::fs::write(&path, edited).expect("an edit");
@@ -755,11 +759,15 @@ fn without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_file
         std::fs::write(&path, edited).expect("an edit");
         let out = class.run(&["check", ex.id, "--predict", "80"]);
         assert_eq!(out.status.code(), Some(NOT_VERIFIED), "{}", said(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
-            String::from_utf8_lossy(&out.stdout).contains("not the unchanged starter"),
+            stdout.contains("not the unchanged starter") && stdout.contains("stays passed"),
             "{}",
             said(&out)
         );
+        // The earlier pass stands: a check that cannot run the kernel undoes nothing.
+        assert_eq!(class.progress_json()["exercises"][ex.id]["status"], "pass");
+        assert!(class.run(&["solution", ex.id]).status.success());
     }
     Ok(())
 }
@@ -1026,7 +1034,68 @@ fn report_csv_parses_back_names_the_student_and_merges_a_class() -> Ran {
     }
     Ok(())
 }
+/// The first compute capability a README table row names (`sm_80` → 8.0, `sm_100a` → 10.0).
+fn first_arch(cell: &str) -> Option<(u32, u32)> {
+    let digits: String = cell
+        .split("sm_")
+        .nth(1)?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let (major, minor) = digits.split_at(digits.len().checked_sub(1)?);
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The README's exercise counts are the program's: in "What runs where", a row's "N of M" counts the
+/// exercises whose kernel runs on the row's first architecture, of all M there are, and "all M" is
+/// every exercise (and every one runs there). Edit the table's numbers when exercises are added.
+fn the_readme_counts_the_exercises_as_the_program_does() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md");
+    let total = exercise::all().count();
+    let mut rows = 0;
+    let table = readme
+        .split("What runs where")
+        .nth(1)
+        .expect("the README's \"What runs where\" table");
+    let table = table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'));
+    for row in table {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let (Some(gpu), Some(last)) = (cells.first(), cells.last()) else {
+            continue;
+        };
+        let number = |text: &str| -> usize {
+            let digits: String = text.trim().chars().take_while(char::is_ascii_digit).collect();
+            digits
+                .parse()
+                .unwrap_or_else(|_| panic!("no number in `{text}` of: {row}"))
+        };
+        let (counted, of) = if let Some((before, after)) = last.split_once(" of ") {
+            (number(before.rsplit(' ').next().unwrap_or_default()), number(after))
+        } else if let Some(after) = last.strip_prefix("all ") {
+            (number(after), number(after))
+        } else {
+            continue;
+        };
+        let (major, minor) = first_arch(gpu).unwrap_or_else(|| panic!("no sm_XY in the row: {row}"));
+        let runs = exercise::all().filter(|e| e.targets.serves(major, minor)).count();
+        assert_eq!(of, total, "README says {of} exercises, the program has {total}: {row}");
+        assert_eq!(
+            counted, runs,
+            "README says {counted} run on sm_{major}{minor}, the program {runs}: {row}"
+        );
+        rows += 1;
+    }
+    assert!(
+        rows >= 3,
+        "the README's \"What runs where\" rows with exercise counts were not found"
+    );
+}
+
 common::harness::tests!(
+    the_readme_counts_the_exercises_as_the_program_does,
     twin_limits_the_list_and_the_next_exercise,
     there_are_exercises_of_every_kind_in_steps_01_to_05,
     every_exercise_s_edits_match_the_current_kernel_exactly_once,

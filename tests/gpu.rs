@@ -103,7 +103,7 @@ fn a_kernel_that_never_finishes_is_reported_as_hung() -> Ran {
         let naive = &steps::step01_naive::STEP.kernels[0];
         let spin = gemm_ladder::run::registry::KernelFile {
             path: "tests/spin.cu",
-            source: SPIN_SOURCE,
+            text: gemm_ladder::run::registry::KernelText::Given(SPIN_SOURCE),
             entry: "gemm",
             ..*naive
         };

@@ -9,7 +9,7 @@ use common::Ran;
 use gemm_ladder::device::arch::Arch;
 use gemm_ladder::device::nvrtc::{self, Output};
 use gemm_ladder::error::Error;
-use gemm_ladder::run::registry::{KernelFile, Targets, Twin};
+use gemm_ladder::run::registry::{KernelFile, KernelText, Targets, Twin};
 use gemm_ladder::run::steps;
 
 /// Kernels allowed to spill, each with the most bytes it may spill and why. A step's own kernels do
@@ -141,7 +141,9 @@ fn a_compile_error_names_the_file_and_line() -> Ran {
     let naive = &steps::step01_naive::STEP.kernels[0];
     let bad = KernelFile {
         path: "steps/step99_typo/kernel.cu",
-        source: "#include \"common.cuh\"\nextern \"C\" __global__ void gemm() {\n  undefined_name = 1;\n}\n",
+        text: KernelText::Given(
+            "#include \"common.cuh\"\nextern \"C\" __global__ void gemm() {\n  undefined_name = 1;\n}\n",
+        ),
         targets: Targets::AnyGpu,
         entry: "gemm",
         defines: &[],
@@ -203,7 +205,7 @@ fn code_of(source: &str) -> String {
 fn blackwell_pair_kernels_wait_only_through_the_named_waits() {
     let mut kernels = 0;
     for file in blackwell_pair_kernels() {
-        let code = code_of(file.source);
+        let code = code_of(file.source());
         assert!(
             code.contains("#include \"mbarrier_sm100.cuh\""),
             "{} does not include mbarrier_sm100.cuh",

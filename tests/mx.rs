@@ -12,7 +12,7 @@ use common::{Ran, Skip};
 use gemm_ladder::check::mx::{self, MxInputs, BLOCK};
 use gemm_ladder::check::problem::{Inputs, Shape};
 use gemm_ladder::check::verify::{compare, Bounds, Reference};
-use gemm_ladder::run::registry::{Format, GemmOperands, KernelFile, Targets};
+use gemm_ladder::run::registry::{Format, GemmOperands, KernelFile, KernelText, Targets};
 use gemm_ladder::run::session::{self, RunOptions, Session};
 use gemm_ladder::run::steps;
 use half::bf16;
@@ -163,7 +163,7 @@ fn the_test_kernels_compile_and_assemble_for_every_gpu_they_claim() -> Ran {
 fn naive_kernel(wrong_scale: bool) -> KernelFile {
     KernelFile {
         path: "tests/kernels/mx_naive.cu",
-        source: include_str!("kernels/mx_naive.cu"),
+        text: KernelText::Given(include_str!("kernels/mx_naive.cu")),
         targets: Targets::AnyGpu,
         entry: "mx_naive",
         defines: if wrong_scale { &[("WRONG_SCALE_BLOCK", 1)] } else { &[] },
@@ -263,7 +263,7 @@ fn on_the_gpu_the_dequantize_kernel_is_exact() -> Ran {
 fn convert_kernel() -> KernelFile {
     KernelFile {
         path: "tests/kernels/mx_convert.cu",
-        source: include_str!("kernels/mx_convert.cu"),
+        text: KernelText::Given(include_str!("kernels/mx_convert.cu")),
         targets: Targets::Hopper,
         entry: "mx_convert",
         defines: &[],

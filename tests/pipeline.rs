@@ -53,19 +53,19 @@ fn every_pipeline_bug_plants_at_exactly_one_place_in_the_current_kernels() {
         let real = pipeline_bugs::hopper_kernel(step);
         assert_eq!(real.targets, Targets::Hopper);
         // One edit, nothing else: the planted text is the real text with `find` swapped for `replace`.
-        assert_eq!(file.source.matches(bug.edit.replace).count(), 1, "{}", file.path);
-        assert!(!file.source.contains(bug.edit.find), "{}", file.path);
+        assert_eq!(file.source().matches(bug.edit.replace).count(), 1, "{}", file.path);
+        assert!(!file.source().contains(bug.edit.find), "{}", file.path);
         assert_eq!(
-            file.source.len() + bug.edit.find.len(),
-            real.source.len() + bug.edit.replace.len(),
+            file.source().len() + bug.edit.find.len(),
+            real.source().len() + bug.edit.replace.len(),
             "{}",
             file.path
         );
-        let at = real.source.find(bug.edit.find).expect("planted() checked it");
-        assert_eq!(real.source[..at], file.source[..at], "{}", file.path);
+        let at = real.source().find(bug.edit.find).expect("planted() checked it");
+        assert_eq!(real.source()[..at], file.source()[..at], "{}", file.path);
         assert_eq!(
-            real.source[at + bug.edit.find.len()..],
-            file.source[at + bug.edit.replace.len()..],
+            real.source()[at + bug.edit.find.len()..],
+            file.source()[at + bug.edit.replace.len()..],
             "{}",
             file.path
         );

@@ -18,3 +18,4 @@ pub mod gpu;
 pub mod libs;
 pub mod nvml;
 pub mod nvrtc;
+pub mod sources;

@@ -369,7 +369,7 @@ mod tests {
         let sm90 = sm90::smem_descriptor(0, o.leading_byte_offset, o.stride_byte_offset, SmemSwizzle::B128);
         assert_eq!(sm90, 0x4000_0040_0001_0000);
         // sm100: layout 2 at bit 61 (PTX Table 40 "2 = 128-Byte swizzling") plus the fixed bit 46.
-        // Seed 003 writes the same descriptor with the LBO field left 0: 0x4000_4040_0000_0000.
+        // "tcgen05 for dummies" writes the same descriptor with the LBO field left 0: 0x4000_4040_0000_0000.
         let sm100 = sm100::smem_descriptor(0, o.leading_byte_offset, o.stride_byte_offset, SmemSwizzle::B128);
         assert_eq!(sm100, 0x4000_4040_0001_0000);
         // The template contract: OR-ing the run-time address bits equals encoding it directly.

@@ -24,8 +24,8 @@
 //! along K; byte (r % 32)·16 + (r / 32)·4 + c) into 4 TMEM columns of all 128 lanes: lane l, column j
 //! holds rows l % 32 + 32·j, and byte c of that cell is K-block c. So the MMA that consumes K-block c
 //! of the tile (K elements 32c .. 32c+31 of a 128-element slice) uses id c for both A and B. CUTLASS
-//! `make_runtime_instr_desc_block_scaled` fills both ids from the same per-MMA byte index; seed 004
-//! passes `mma_iter` for both.
+//! `make_runtime_instr_desc_block_scaled` fills both ids from the same per-MMA byte index; "MXFP8
+//! GEMM: Up to 99% of cuBLAS" (References) passes `mma_iter` for both.
 
 use super::{unwrap32, unwrap64, EncodingError, Major, SmemSwizzle};
 
@@ -163,9 +163,9 @@ pub const SF_ID_STEP: u32 = 1 << idesc::SFA_ID_SHIFT | 1 << idesc::SFB_ID_SHIFT;
 
 /// Shared-memory descriptor template of one 512-byte scale tile as the source of
 /// `tcgen05.cp … 32x128b`: 32 rows of 16 bytes, no swizzle, 8-row groups 128 bytes apart (SBO), the
-/// LBO field left 0 (one 16-byte core-matrix column: there is no K-neighbour to point at). Seed 004's
-/// `make_sf_smem_desc` writes exactly this (it reports that filling in an LBO gave wrong results on a
-/// B200). Start address 0: the kernel adds the tile's address.
+/// LBO field left 0 (one 16-byte core-matrix column: there is no K-neighbour to point at). The
+/// MXFP8 text's `make_sf_smem_desc` writes exactly this (it reports that filling in an LBO gave wrong
+/// results on a B200). Start address 0: the kernel adds the tile's address.
 pub const fn scale_tile_smem_descriptor() -> u64 {
     unwrap64(super::sm100::try_smem_descriptor(0, 0, 128, SmemSwizzle::None))
 }
@@ -285,8 +285,8 @@ mod tests {
 
     #[test]
     fn scale_tile_descriptor_is_seed_004s() {
-        // Seed 004 make_sf_smem_desc: SBO = 8 × 16 bytes -> field 8 at bit 32; bit 46 (fixed 0b001);
-        // no swizzle (layout 0 at bit 61); LBO left 0.
+        // The MXFP8 text's make_sf_smem_desc: SBO = 8 × 16 bytes -> field 8 at bit 32; bit 46
+        // (fixed 0b001); no swizzle (layout 0 at bit 61); LBO left 0.
         let d = scale_tile_smem_descriptor();
         assert_eq!(d, 0x0000_4008_0000_0000);
         assert_eq!((d >> 16) & 0x3FFF, 0, "LBO");

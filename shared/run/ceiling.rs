@@ -8,7 +8,7 @@ use crate::check::problem::{random_bf16, Operand};
 use crate::device::gpu::Gpu;
 use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
-use crate::run::registry::{GemmOperands, KernelFile, Targets};
+use crate::run::registry::{GemmOperands, KernelFile, KernelText, Targets};
 use crate::run::results::{CeilingTiming, MmaSyncCeiling, Timing};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
@@ -33,7 +33,7 @@ const FLOPS_PER_LAUNCH: f64 = 2.0 * 4096.0 * 4096.0 * 4096.0;
 const fn ceiling_kernel(entry: &'static str, max_dynamic_smem: u32) -> KernelFile {
     KernelFile {
         path: PATH,
-        source: SOURCE,
+        text: KernelText::Given(SOURCE),
         targets: Targets::Ampere,
         entry,
         defines: &[],

@@ -15,7 +15,7 @@
 use crate::check::problem::Shape;
 use crate::error::{Error, Result};
 use crate::run::edit::{self, Edit};
-use crate::run::registry::{Format, KernelFile, Step, Targets};
+use crate::run::registry::{Format, KernelFile, KernelText, Step, Targets};
 use crate::run::steps;
 
 /// The student's folder, relative to the crate root: `exercise start` writes the starters there.
@@ -156,7 +156,7 @@ impl Exercise {
     pub fn kernel_file(&self, path: &str, source: &str) -> KernelFile {
         KernelFile {
             path: path.to_string().leak(),
-            source: source.to_string().leak(),
+            text: KernelText::Given(source.to_string().leak()),
             ..*self.kernel()
         }
     }
@@ -175,7 +175,7 @@ impl Exercise {
     /// an edit no longer matches exactly once (the kernel changed under it).
     fn edited_kernel(&self) -> Result<String> {
         let kernel = self.kernel();
-        edit::apply_all(kernel.source, kernel.path, self.edits).map_err(|mismatch| {
+        edit::apply_all(kernel.source(), kernel.path, self.edits).map_err(|mismatch| {
             Error::Other(format!(
                 "exercise {}: its edit no longer fits the step's kernel: {mismatch}; update the edit in \
                  steps/step{:02}_{}/exercises.rs",
@@ -208,7 +208,7 @@ impl Exercise {
     pub fn solution(&self) -> Result<String> {
         match self.kind {
             Kind::PredictThenMeasure => self.starter(),
-            Kind::FillTheGap | Kind::FindTheBug => Ok(self.kernel().source.to_string()),
+            Kind::FillTheGap | Kind::FindTheBug => Ok(self.kernel().source().to_string()),
         }
     }
 
@@ -234,12 +234,12 @@ impl Exercise {
         let (old, new, old_name, new_name) = match self.kind {
             Kind::FillTheGap | Kind::FindTheBug => (
                 edited.as_str(),
-                kernel.source,
+                kernel.source(),
                 starter,
                 format!("{} (the solution: the step's kernel)", kernel.path),
             ),
             Kind::PredictThenMeasure => (
-                kernel.source,
+                kernel.source(),
                 edited.as_str(),
                 format!("{} (the step's kernel)", kernel.path),
                 starter,

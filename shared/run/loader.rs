@@ -78,7 +78,7 @@ fn remember(function: &CudaFunction, file: &KernelFile) {
     origins.push(Origin {
         handle,
         load: LoadId(NEXT.fetch_add(1, Ordering::Relaxed)),
-        source: file.source,
+        source: file.source(),
         defines: file.defines,
     });
 }
@@ -104,7 +104,7 @@ pub fn compiled_from(function: &CudaFunction, file: &KernelFile) -> bool {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .any(|o| o.handle == handle && same_text(o.source, file.source) && o.defines == file.defines)
+        .any(|o| o.handle == handle && same_text(o.source, file.source()) && o.defines == file.defines)
 }
 
 /// `file`'s entry function in `stream`'s context: compiled and loaded on the first call, kept for the

@@ -142,7 +142,7 @@ pub fn block_threads(file: &KernelFile, max_threads_attribute: Option<u32>) -> O
     if let Some(threads) = define("THREADS") {
         return Some(threads);
     }
-    if file.source.contains("__launch_bounds__(") {
+    if file.source().contains("__launch_bounds__(") {
         if let Some(threads) = max_threads_attribute {
             return Some(threads);
         }

@@ -2,11 +2,11 @@
 //!
 //! A record carries [`source_hash`] of the kernel file it ran (`StepRecord::source_hash`, and one per
 //! alternative). The book recomputes the hash of the file as the registry holds it now (the same text
-//! the chapter includes: a test keeps the embedded copy equal to the file on disk) and marks a row whose
+//! the chapter includes: in the source tree, the file on disk) and marks a row whose
 //! hash differs or is missing, and a row measured from a build with uncommitted changes. Recording and
 //! checking call the same function, so the two can never disagree about what is hashed.
 
-use crate::device::nvrtc::HEADERS;
+use crate::device::nvrtc::{header, HEADERS};
 use crate::run::registry::KernelFile;
 use crate::run::results::{AlternativeRecord, StepRecord};
 use crate::run::steps;
@@ -49,12 +49,12 @@ pub fn included_headers(source: &str) -> Vec<&'static str> {
             let Some(name) = rest.trim().strip_prefix('"').and_then(|r| r.split('"').next()) else {
                 continue;
             };
-            let Some((known, text)) = HEADERS.iter().find(|(n, _)| *n == name) else {
+            let Some(known) = HEADERS.iter().find(|n| **n == name) else {
                 continue; // not ours: NVRTC would refuse the kernel before anything is recorded
             };
             if !found.contains(known) {
                 found.push(known);
-                visit(text, found);
+                visit(header(known), found);
             }
         }
     }
@@ -68,11 +68,10 @@ pub fn included_headers(source: &str) -> Vec<&'static str> {
 /// function so that a later change of function reads as a mismatch, not as a collision.
 pub fn source_hash(file: &KernelFile) -> String {
     let mut h = Fnv1a::new();
-    h.field(file.source);
-    for name in included_headers(file.source) {
-        let text = HEADERS.iter().find(|(n, _)| *n == name).map_or("", |(_, t)| *t);
+    h.field(file.source());
+    for name in included_headers(file.source()) {
         h.field(name);
-        h.field(text);
+        h.field(header(name));
     }
     for (name, value) in file.defines {
         h.field(&format!("-D{name}={value}"));
@@ -160,6 +159,7 @@ pub fn current_hash(step: u8, kernel: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::registry::KernelText;
 
     #[test]
     fn headers_are_followed_through_other_headers_once_each() {
@@ -189,13 +189,13 @@ mod tests {
         assert_eq!(hash, source_hash(kernel), "stable");
 
         let edited = |source: &'static str, defines: &'static [(&'static str, u64)]| KernelFile {
-            source,
+            text: KernelText::Given(source),
             defines,
             ..*kernel
         };
-        let leaked: &'static str = Box::leak(format!("{}\n// one more line\n", kernel.source).into_boxed_str());
+        let leaked: &'static str = Box::leak(format!("{}\n// one more line\n", kernel.source()).into_boxed_str());
         assert_ne!(source_hash(&edited(leaked, kernel.defines)), hash, "the .cu");
-        assert_ne!(source_hash(&edited(kernel.source, &[])), hash, "the defines");
+        assert_ne!(source_hash(&edited(kernel.source(), &[])), hash, "the defines");
         // Step 10's "wait-all" alternative is the same file with other defines.
         let wait_all = step.alternatives.iter().find(|a| a.name == "wait-all").unwrap();
         assert_ne!(source_hash(&wait_all.kernel), hash);

@@ -19,7 +19,8 @@ pub enum Targets {
     AnyGpu,
     /// Hopper twin: wgmma, TMA, clusters; `sm_90a` only.
     Hopper,
-    /// The seeds' Blackwell design: tcgen05, TMEM; `sm_100a` only. Assembled in the tests, not run here.
+    /// The Blackwell texts' design (References): tcgen05, TMEM; `sm_100a` only. Assembled in the
+    /// tests, not run here.
     Blackwell,
     /// The Ampere-class twin (`sm80.cu`): cp.async, ldmatrix, mma.sync, which every GPU of compute
     /// capability 8.0 or newer has; compiled for the device's own plain `sm_XY`, as [`Targets::AnyGpu`].
@@ -290,8 +291,8 @@ pub type LaunchFn = fn(&CudaFunction, &CudaStream, &GemmOperands) -> Result<()>;
 pub struct KernelFile {
     /// Path from the crate root, for messages and the book (`steps/step01_naive/kernel.cu`).
     pub path: &'static str,
-    /// The file's text, embedded so that a binary carried to another machine still runs.
-    pub source: &'static str,
+    /// Where its text comes from ([`KernelFile::source`] reads it).
+    pub text: KernelText,
     pub targets: Targets,
     /// The `extern "C" __global__` function to launch.
     pub entry: &'static str,
@@ -302,7 +303,25 @@ pub struct KernelFile {
     pub launch: LaunchFn,
 }
 
+/// Where a kernel's text comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelText {
+    /// The crate's file at `path`: read from the source tree the binary was built from where it is
+    /// there, else the copy the binary embeds ([`crate::device::sources`]).
+    File,
+    /// A text made at run time: an exercise's starter, a test's deliberately wrong kernel.
+    Given(&'static str),
+}
+
 impl KernelFile {
+    /// The text NVRTC compiles.
+    pub fn source(&self) -> &'static str {
+        match self.text {
+            KernelText::File => crate::device::sources::text(self.path),
+            KernelText::Given(text) => text,
+        }
+    }
+
     /// The value of a compile-time define, if the file has it.
     pub fn define(&self, name: &str) -> Option<u64> {
         self.defines.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
@@ -314,7 +333,7 @@ impl crate::device::nvrtc::KernelSource for KernelFile {
         self.path
     }
     fn source(&self) -> &str {
-        self.source
+        KernelFile::source(self)
     }
     fn defines(&self) -> &[(&'static str, u64)] {
         self.defines

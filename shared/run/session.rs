@@ -696,7 +696,7 @@ impl Session {
             sweep: false,
             seed: self.seed(),
             date: crate::run::results::utc_now_rfc3339(),
-            git: crate::GIT_REVISION.to_string(),
+            git: crate::revision(),
             ratio_bf16: time.tflops / cublas_bf16.tflops,
             ratio_sgemm: cublas_sgemm.as_ref().map(|s| time.tflops / s.tflops),
             // An MXFP8 step that timed cuBLAS with fp32 C is judged against it: like for like.

@@ -72,13 +72,10 @@ mod tests {
                 assert!(file.path.starts_with(&folder), "{} is not under {folder}", file.path);
                 let on_disk = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/").to_owned() + file.path)
                     .expect("kernel file exists");
-                assert_eq!(
-                    on_disk, file.source,
-                    "{} embedded text differs from the file",
-                    file.path
-                );
+                assert_eq!(file.text, crate::run::registry::KernelText::File, "{}", file.path);
+                assert_eq!(on_disk, file.source(), "{} is not read from its file", file.path);
                 assert!(
-                    file.source.contains(&format!("void {}(", file.entry)),
+                    file.source().contains(&format!("void {}(", file.entry)),
                     "{} has no {}",
                     file.path,
                     file.entry

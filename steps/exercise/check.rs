@@ -14,7 +14,7 @@ use gemm_ladder::device::nvrtc::{self, Output};
 use gemm_ladder::error::{Error, Result};
 use gemm_ladder::run::exercise::{self, Exercise, Kind, Prediction, Quantity};
 use gemm_ladder::run::provenance::text_hash;
-use gemm_ladder::run::registry::{Format, KernelFile};
+use gemm_ladder::run::registry::{Format, KernelFile, Targets};
 use gemm_ladder::run::results::{utc_now_rfc3339, Timing};
 use gemm_ladder::run::session::{self, Session};
 use gemm_ladder::run::timing::{self, Contender};
@@ -81,12 +81,12 @@ struct Outcome {
 }
 
 fn ask_prediction(ex: &Exercise, prediction: &Prediction, given: Option<f64>) -> Result<f64> {
-    let question = format!("{}  [{}]", prediction.question, prediction.unit);
-    println!("{}", gemm_ladder::error::wrapped_after("predict: ", &question, "  "));
+    // Given (`--predict`, or by `watch`, which asked already), it is shown once, beside the measurement.
     if let Some(v) = given {
-        println!("your prediction: {v} {}", prediction.unit);
         return Ok(v);
     }
+    let question = format!("{}  [{}]", prediction.question, prediction.unit);
+    println!("{}", gemm_ladder::error::wrapped_after("predict: ", &question, "  "));
     if !std::io::stdin().is_terminal() {
         return Err(Error::Usage(format!(
             "exercise {} asks for a prediction first: pass --predict VALUE (stdin is not a terminal)",
@@ -143,11 +143,23 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
     for shape in ex.shapes(options.size) {
         ex.step_def().format.check(shape, &format!("exercise {}", ex.id))?;
     }
-    let prediction = match &ex.prediction {
-        Some(p) => Some(ask_prediction(ex, p, options.predict)?),
-        None => None,
+    let prediction = match (&ex.prediction, options.predict) {
+        (Some(p), given) => Some(ask_prediction(ex, p, given)?),
+        (None, Some(_)) => {
+            return Err(Error::Usage(format!(
+                "exercise {} asks for no prediction ({}): check it without --predict",
+                ex.id,
+                ex.kind.describe()
+            )))
+        }
+        (None, None) => None,
     };
     let mut progress = if record { Progress::load()? } else { Progress::default() };
+    // A pass stands against a later check that could not run the kernel (no GPU here).
+    let earlier_pass = {
+        let entry = progress.entry(ex.id);
+        (entry.status.as_deref() == Some(PASS)).then(|| (entry.last_result.clone(), entry.measurement))
+    };
     {
         let entry = progress.entry(ex.id);
         // A teacher's `check --all --tree` grades the file; the attempts are the student's.
@@ -173,10 +185,22 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
             entry.status = Some(outcome.status.into());
             entry.last_result = Some(outcome.summary.clone());
             entry.measurement = outcome.measurement;
+            let kept_pass = outcome.status == COMPILED && earlier_pass.is_some();
+            if let (true, Some((last_result, measurement))) = (kept_pass, earlier_pass) {
+                entry.status = Some(PASS.into());
+                entry.last_result = last_result;
+                entry.measurement = measurement;
+            }
             if let (Some(p), Some(predicted)) = (&ex.prediction, prediction) {
                 println!("\n  {:<16}{predicted} {}", "you predicted:", p.unit);
                 match outcome.measurement {
                     Some(m) => println!("  {:<16}{} {}", "measured:", crate::report::number(Some(m)), p.unit),
+                    None if Quantity::of_unit(p.unit) == Some(Quantity::Registers) => {
+                        println!(
+                            "  {:<16}nothing yet (the register count needs ptxas or a GPU)",
+                            "measured:"
+                        )
+                    }
                     None => println!("  {:<16}nothing yet (needs a GPU and the timing loop)", "measured:"),
                 }
                 let label = format!("  {:<16}", "the chapter:");
@@ -186,6 +210,12 @@ pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
                 );
             }
             println!("\n{}", gemm_ladder::error::wrapped(&outcome.summary, "  "));
+            if kept_pass {
+                println!(
+                    "  exercise {} stays passed: a check that cannot run the kernel undoes no pass",
+                    ex.id
+                );
+            }
             if outcome.status == PASS {
                 if let Some(answer) = ex.answer {
                     println!("{}", gemm_ladder::error::wrapped_after("  why: ", answer, "  "));
@@ -317,10 +347,14 @@ fn no_gpu_reason(why: &Error) -> String {
 }
 
 /// Without a GPU: compile (errors name the file and line) and assemble with ptxas where it is
-/// installed, for the architecture the lent GPUs run, and say what is left. Only an exercise whose
-/// verdict needs no run ([`Exercise::completes_without_gpu`]), on its unchanged starter, passes.
+/// installed, and say what is left: an sm80 twin's exercise for `sm_80` (the A100, L4 or RTX card a
+/// student reads ahead for), the others for the architecture the lent GPUs run. Only an exercise
+/// whose verdict needs no run ([`Exercise::completes_without_gpu`]), on its unchanged starter, passes.
 fn compile_only(ex: &Exercise, file: &KernelFile, source: &str, why: &Error) -> Result<Outcome> {
-    let arch = file.targets.arch_for_device(9, 0);
+    let arch = match file.targets {
+        Targets::Ampere => gemm_ladder::device::arch::Arch::SM80,
+        targets => targets.arch_for_device(9, 0),
+    };
     let ptx = nvrtc::compile(file, arch, Output::Ptx)?;
     if !ptx.log.is_empty() {
         eprintln!("{} ({arch}): NVRTC says:\n{}", file.path, ptx.log);
@@ -517,7 +551,12 @@ pub fn check_all(options: &CheckOptions) -> Result<Ending> {
     let mut counts = [0usize; 4];
     for ex in exercise::all() {
         let (path, _) = student_file(ex);
-        let recorded = progress.exercises.get(ex.id).and_then(|e| e.prediction);
+        // Only an exercise that asks for a prediction is given one (the others refuse `--predict`).
+        let recorded = progress
+            .exercises
+            .get(ex.id)
+            .and_then(|e| e.prediction)
+            .filter(|_| ex.prediction.is_some());
         let (verdict, why) = if !path.is_file() {
             (
                 Verdict::NotStarted,
@@ -618,7 +657,8 @@ fn watch_one(ex: &Exercise, (path, shown): (&Path, &str), predict: Option<f64>, 
                 Some(c) => format!("exit code {c}"),
                 None => "ended by a signal".to_string(),
             };
-            println!("──── {said}; watching {shown} (save to check again, Ctrl-C to stop)");
+            let banner = format!("{said}; watching {shown} (save to check again, Ctrl-C to stop)");
+            println!("{}", gemm_ladder::error::wrapped_after("──── ", &banner, "     "));
         }
         std::thread::sleep(Duration::from_millis(500));
     }

@@ -155,6 +155,7 @@ pub enum Ending {
 }
 
 fn main() -> ExitCode {
+    gemm_ladder::embed_kernel_sources!();
     gemm_ladder::error::quiet_on_closed_pipe();
     if std::env::var_os("GEMM_LADDER_HANG_SECONDS").is_none() {
         // Before anything reads the deadline (it is read once); nothing else runs yet.
@@ -447,10 +448,11 @@ fn open_exercise(ex: &Exercise) -> Result<()> {
         } else {
             "with your work in it"
         };
-        println!(
-            "  {shown} is there already, {what} (`exercise reset {}` starts over)",
+        let said = format!(
+            "{shown} is there already, {what} (`exercise reset {}` starts over)",
             ex.id
         );
+        println!("{}", gemm_ladder::error::wrapped_after("  ", &said, "  "));
     } else {
         write_starter(ex, &path)?;
         println!("  wrote {shown}, the step's kernel with the exercise's change");

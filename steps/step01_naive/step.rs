@@ -4,7 +4,7 @@
 //! grid rounded up to cover all of `C` (the kernel skips threads that fall off its edges).
 
 use crate::error::Result;
-use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, KernelText, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Threads per block along N (`threadIdx.x`): a whole warp shares one row of `C`.
@@ -20,7 +20,7 @@ pub const STEP: Step = Step {
     format: Format::Bf16,
     kernels: &[KernelFile {
         path: "steps/step01_naive/kernel.cu",
-        source: include_str!("kernel.cu"),
+        text: KernelText::File,
         targets: Targets::AnyGpu,
         entry: "gemm",
         defines: &[("BM", BM as u64), ("BN", BN as u64)],

@@ -5,7 +5,7 @@
 //! kernel zero-fills and skips what falls off the edges.
 
 use crate::error::Result;
-use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, KernelText, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Rows of `C` per block (threads along `y`).
@@ -23,7 +23,7 @@ pub const STEP: Step = Step {
     format: Format::Bf16,
     kernels: &[KernelFile {
         path: "steps/step02_smem_tiling/kernel.cu",
-        source: include_str!("kernel.cu"),
+        text: KernelText::File,
         targets: Targets::AnyGpu,
         entry: "gemm",
         defines: &[("BM", BM as u64), ("BN", BN as u64), ("BK", BK as u64)],

@@ -5,7 +5,7 @@
 //! slices, two buffers of each (static shared memory: 2·2·`BK`·128·4 bytes = 32 KiB).
 
 use crate::error::Result;
-use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, Step, Targets};
+use crate::run::registry::{launch_with_pointers, Format, GemmOperands, KernelFile, KernelText, Step, Targets};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 
 /// Rows of `C` per block.
@@ -29,7 +29,7 @@ pub const STEP: Step = Step {
     format: Format::Bf16,
     kernels: &[KernelFile {
         path: "steps/step03_register_tiling/kernel.cu",
-        source: include_str!("kernel.cu"),
+        text: KernelText::File,
         targets: Targets::AnyGpu,
         entry: "gemm",
         defines: &[

@@ -16,7 +16,7 @@ use crate::encoding::tma;
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_with_maps, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, Step, Targets,
+    launch_with_maps, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, KernelText, Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -46,7 +46,7 @@ mod hopper {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step04_tma_mma/sm90.cu",
-        source: include_str!("sm90.cu"),
+        text: KernelText::File,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
@@ -112,7 +112,7 @@ mod blackwell {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step04_tma_mma/sm100.cu",
-        source: include_str!("sm100.cu"),
+        text: KernelText::File,
         targets: Targets::Blackwell,
         entry: "gemm",
         defines: &[
@@ -160,7 +160,7 @@ mod sm80 {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step04_tma_mma/sm80.cu",
-        source: include_str!("sm80.cu"),
+        text: KernelText::File,
         targets: Targets::Ampere,
         entry: "gemm",
         defines: &[

@@ -14,7 +14,7 @@ use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_with_maps, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, Step, Targets,
+    launch_with_maps, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, KernelText, Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -43,7 +43,7 @@ mod hopper {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step05_swizzle128/sm90.cu",
-        source: include_str!("sm90.cu"),
+        text: KernelText::File,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
@@ -111,7 +111,7 @@ mod blackwell {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step05_swizzle128/sm100.cu",
-        source: include_str!("sm100.cu"),
+        text: KernelText::File,
         targets: Targets::Blackwell,
         entry: "gemm",
         defines: &[
@@ -157,7 +157,7 @@ mod sm80 {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step05_swizzle128/sm80.cu",
-        source: include_str!("sm80.cu"),
+        text: KernelText::File,
         targets: Targets::Ampere,
         entry: "gemm",
         defines: &[

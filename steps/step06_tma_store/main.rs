@@ -2,5 +2,6 @@
 //! 05 and cuBLAS, time it, and record the result. What it launches and how is in `step.rs`.
 
 fn main() -> std::process::ExitCode {
+    gemm_ladder::embed_kernel_sources!();
     gemm_ladder::error::exit_with(gemm_ladder::cli::step_main(6))
 }

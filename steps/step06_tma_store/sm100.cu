@@ -15,7 +15,7 @@
 // because wgmma leaves its accumulators in stmatrix's 8×8 fragment layout; tcgen05.ld's 32x32b shape
 // gives every thread a run of its own row instead, which a plain store writes just as well.
 //
-// The seeds measured no gain from this step alone (the main loop, still unpipelined, is the
+// The Blackwell texts measured no gain from this step alone (the main loop, still unpipelined, is the
 // bottleneck). What it buys is an asynchronous epilogue: once the store is issued, the threads could
 // go on with other work, which step 09 will use.
 //

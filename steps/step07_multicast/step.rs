@@ -19,7 +19,8 @@ use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_with_maps_in, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets,
+    launch_with_maps_in, launch_with_pointers, tile_config, Format, GemmOperands, KernelFile, KernelText, Launch, Step,
+    Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -60,7 +61,7 @@ mod hopper {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step07_multicast/sm90.cu",
-        source: include_str!("sm90.cu"),
+        text: KernelText::File,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
@@ -149,7 +150,7 @@ mod blackwell {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step07_multicast/sm100.cu",
-        source: include_str!("sm100.cu"),
+        text: KernelText::File,
         targets: Targets::Blackwell,
         entry: "gemm",
         defines: &[
@@ -209,7 +210,7 @@ mod sm80 {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step07_multicast/sm80.cu",
-        source: include_str!("sm80.cu"),
+        text: KernelText::File,
         targets: Targets::Ampere,
         entry: "gemm",
         defines: &[

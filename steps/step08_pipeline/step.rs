@@ -14,7 +14,9 @@
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
-use crate::run::registry::{launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, Launch, Step, Targets};
+use crate::run::registry::{
+    launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, KernelText, Launch, Step, Targets,
+};
 use cudarc::driver::{CudaFunction, CudaStream};
 
 /// The Hopper kernel's tile, roles and launch.
@@ -55,7 +57,7 @@ mod hopper {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step08_pipeline/sm90.cu",
-        source: include_str!("sm90.cu"),
+        text: KernelText::File,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
@@ -142,7 +144,7 @@ mod blackwell {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step08_pipeline/sm100.cu",
-        source: include_str!("sm100.cu"),
+        text: KernelText::File,
         targets: Targets::Blackwell,
         entry: "gemm",
         defines: &[

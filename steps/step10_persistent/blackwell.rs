@@ -66,7 +66,7 @@ pub const IDESC: u32 = sm100::instr_descriptor_f16_2sm(
 
 pub const KERNEL: KernelFile = KernelFile {
     path: "steps/step10_persistent/sm100.cu",
-    source: include_str!("sm100.cu"),
+    text: crate::run::registry::KernelText::File,
     targets: Targets::Blackwell,
     entry: "gemm",
     defines: &[

@@ -32,7 +32,8 @@
 //
 // Scheduling is static: every pair knows its list of tiles from its index alone. Blackwell's cluster
 // launch control (CLC) would let the grid keep one cluster per tile and have each running pair cancel
-// a not-yet-launched cluster and take its tile (seed 001's next step); see the book's chapter.
+// a not-yet-launched cluster and take its tile (the next step that "Matrix Multiplication on
+// Blackwell: Part 3" names); see the book's chapter.
 //
 // Everything else (pair, 2-SM MMA, ring, chunked double-buffered epilogue) is step 09's.
 #include "common.cuh"

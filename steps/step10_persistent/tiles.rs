@@ -137,7 +137,7 @@ macro_rules! kernel {
     ($tile:expr, $c_buffers:expr, $producer:expr, $consumer:expr, $launch:expr, $group:expr, $in_flight:expr) => {
         KernelFile {
             path: "steps/step10_persistent/sm90.cu",
-            source: include_str!("sm90.cu"),
+            text: crate::run::registry::KernelText::File,
             targets: Targets::Hopper,
             entry: "gemm",
             defines: &[

@@ -3,5 +3,6 @@
 //! its baselines, and record the result. What it launches and how is in `step.rs`.
 
 fn main() -> std::process::ExitCode {
+    gemm_ladder::embed_kernel_sources!();
     gemm_ladder::error::exit_with(gemm_ladder::cli::step_main(11))
 }

@@ -1,5 +1,6 @@
 // Step 11 · mxfp8, Blackwell (sm_100a): step 10's persistent 2-SM kernel on MXFP8 operands, with the
-// block-scaled MMA `tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.block32` (seed 004's design).
+// block-scaled MMA `tcgen05.mma.cta_group::2.kind::mxf8f6f4.block_scale.block32` (the design of
+// "MXFP8 GEMM: Up to 99% of cuBLAS", the MXFP8 text of the References).
 //
 // Assembled for sm_100a by the tests, but not run by this project: we have no Blackwell GPU.
 //
@@ -21,7 +22,7 @@
 //     on a barrier of its own, and the peer's otherwise idle MMA warp relays its completion to the
 //     leader (the `relay` region);
 //   - TMEM: two 256-column accumulators already fill all 512 columns. The scales need 12 more
-//     (4 for A, 8 for B) per set, 24 for two sets. As seed 004 does, the two accumulators overlap:
+//     (4 for A, 8 for B) per set, 24 for two sets. As the MXFP8 text does, the two accumulators overlap:
 //     accumulator 1 starts 32 columns before accumulator 0 ends, and the freed 32 columns hold the
 //     scale sets. The epilogue reads the shared 32 columns first and says so on one more barrier,
 //     `overlap_empty`, which the MMA warp waits on before the next tile's first MMA;

@@ -3,7 +3,7 @@
 
 use gemm_ladder::device::gpu::Gpu;
 use gemm_ladder::device::libs;
-use gemm_ladder::run::registry::{KernelFile, Targets};
+use gemm_ladder::run::registry::{KernelFile, KernelText, Targets};
 use gemm_ladder::run::steps;
 
 pub mod harness;
@@ -71,7 +71,7 @@ pub fn broken_kernels() -> &'static [KernelFile] {
     let naive = &steps::step01_naive::STEP.kernels[0];
     let file = |entry: &'static str| KernelFile {
         path: "tests/kernels/broken.cu",
-        source: include_str!("../kernels/broken.cu"),
+        text: KernelText::Given(include_str!("../kernels/broken.cu")),
         targets: Targets::AnyGpu,
         entry,
         defines: naive.defines,
@@ -116,7 +116,7 @@ fn hung_kernel(path: &'static str, source: &'static str, bounded: bool) -> &'sta
     }
     Box::leak(Box::new(KernelFile {
         path,
-        source,
+        text: KernelText::Given(source),
         targets: Targets::Hopper,
         entry: "gemm",
         defines: Box::leak(defines.into_boxed_slice()),

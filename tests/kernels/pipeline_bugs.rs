@@ -11,7 +11,7 @@
 //! runs ahead, and is left out.
 
 use gemm_ladder::run::edit::Edit;
-use gemm_ladder::run::registry::{KernelFile, Step};
+use gemm_ladder::run::registry::{KernelFile, KernelText, Step};
 use gemm_ladder::run::steps;
 
 /// One planted bug: one edit of the kernel (its `find` must occur exactly once).
@@ -78,7 +78,7 @@ pub fn hopper_kernel(step: &'static Step) -> &'static KernelFile {
 /// step and the bug, unless the edit matches exactly once.
 pub fn planted(step: &'static Step, bug: &PipelineBug) -> KernelFile {
     let real = hopper_kernel(step);
-    let source = bug.edit.apply(real.source, real.path).unwrap_or_else(|mismatch| {
+    let source = bug.edit.apply(real.source(), real.path).unwrap_or_else(|mismatch| {
         panic!(
             "planting {}: {mismatch}; update tests/kernels/pipeline_bugs.rs to the kernel's new text",
             bug.name
@@ -86,7 +86,7 @@ pub fn planted(step: &'static Step, bug: &PipelineBug) -> KernelFile {
     });
     KernelFile {
         path: format!("{}+{}", real.path, bug.name).leak(),
-        source: source.leak(),
+        text: KernelText::Given(source.leak()),
         ..*real
     }
 }

@@ -5,7 +5,7 @@ use super::*;
 use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
-use crate::run::registry::{Format, KernelFile, Step, Targets};
+use crate::run::registry::{Format, KernelFile, KernelText, Step, Targets};
 use crate::run::results::{self, significant};
 use crate::run::session::Session;
 use crate::run::timing::{self, Contender};
@@ -21,7 +21,7 @@ const WARPGROUP_THREADS: u32 = 128;
 pub fn supports(step: &Step) -> bool {
     step.kernels
         .iter()
-        .any(|k| k.targets == Targets::Hopper && k.source.contains("TIMELINE_STAMP("))
+        .any(|k| k.targets == Targets::Hopper && k.source().contains("TIMELINE_STAMP("))
 }
 
 /// The kernel file with `TIMELINE=1` added to its defines.
@@ -30,7 +30,7 @@ pub fn instrumented(file: &KernelFile) -> KernelFile {
     defines.push(("TIMELINE", 1));
     KernelFile {
         path: file.path,
-        source: file.source,
+        text: KernelText::Given(file.source()),
         targets: file.targets,
         entry: file.entry,
         defines: Box::leak(defines.into_boxed_slice()),
@@ -52,7 +52,7 @@ pub fn buffer_plan(file: &KernelFile, shape: Shape, sms: u32) -> (u64, u64) {
     // A consumer stamps three times a K tile (five where it converts the next one: step 11) and a few
     // times a tile; a persistent block has several tiles (at most blocks / (sms / 2) of them with one
     // block per SM and half the SMs in use).
-    let per_k_tile = if file.source.contains("TIMELINE_STAMP(TL_CONVERT_START)") {
+    let per_k_tile = if file.source().contains("TIMELINE_STAMP(TL_CONVERT_START)") {
         5
     } else {
         3
@@ -107,7 +107,7 @@ pub fn timeline_main(
 ) -> Result<()> {
     let file = step
         .kernel_of_twin(gpu.major, gpu.minor, twin)
-        .filter(|k| k.source.contains("TIMELINE_STAMP("))
+        .filter(|k| k.source().contains("TIMELINE_STAMP("))
         .ok_or_else(|| {
             Error::Usage(format!(
                 "{} --timeline: this step's kernel for this GPU has no timeline stamps (steps 08, 09, 10 and 11 have them on Hopper)",
@@ -218,7 +218,7 @@ pub fn timeline_main(
         shape,
         seed,
         date: results::utc_now_rfc3339(),
-        git: crate::GIT_REVISION.to_string(),
+        git: crate::revision(),
         plain_ms: plain_t.median_ms,
         instrumented_ms: stamped_t.median_ms,
         overhead: stamped_t.median_ms / plain_t.median_ms - 1.0,

@@ -9,7 +9,7 @@ use crate::check::verify::{self, Bounds, Check, Reference};
 use crate::device::cublas::{Fp8Output, Fp8Tensorwise};
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
-use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
+use crate::run::registry::{Format, GemmOperands, KernelFile, KernelText, LaunchFn, Step, Targets};
 use crate::run::results::MxBaselines;
 use crate::run::steps;
 use crate::run::timing::{self, Contender};
@@ -493,7 +493,7 @@ impl Session {
 /// launched with [`launch_dequantize`], never through `launch`.
 pub const DEQUANT_KERNEL: KernelFile = KernelFile {
     path: "shared/check/mx_dequant.cu",
-    source: include_str!("../../check/mx_dequant.cu"),
+    text: KernelText::Given(include_str!("../../check/mx_dequant.cu")),
     targets: Targets::AnyGpu,
     entry: "mx_dequantize",
     defines: &[],

@@ -56,7 +56,7 @@ mod fused {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step11_mxfp8/alternatives/sm90_fused.cu",
-        source: include_str!("sm90_fused.cu"),
+        text: crate::run::registry::KernelText::File,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
@@ -131,7 +131,7 @@ mod smem_b {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step11_mxfp8/alternatives/sm90_smem_b.cu",
-        source: include_str!("sm90_smem_b.cu"),
+        text: crate::run::registry::KernelText::File,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
@@ -193,7 +193,7 @@ mod overlapped {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step11_mxfp8/alternatives/sm90_overlapped.cu",
-        source: include_str!("sm90_overlapped.cu"),
+        text: crate::run::registry::KernelText::File,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
@@ -288,7 +288,7 @@ mod promote {
 
     pub const KERNEL: KernelFile = KernelFile {
         path: "steps/step11_mxfp8/alternatives/sm90_promote.cu",
-        source: include_str!("sm90_promote.cu"),
+        text: crate::run::registry::KernelText::File,
         targets: Targets::Hopper,
         entry: "gemm",
         defines: &[
