@@ -8,9 +8,10 @@
 //! 1. [`arch`]: the architectures kernels are built for.
 //! 2. [`libs`]: finding the CUDA libraries (and tools) before cudarc touches them.
 //! 3. [`nvml`]: NVML clocks and power.
-//! 4. [`nvrtc`]: compiling kernels.
-//! 5. [`cublas`]: cuBLAS and cuBLASLt.
-//! 6. [`gpu`]: the device and its facts.
+//! 4. [`sources`]: the kernels' and headers' text (from the source tree, else embedded).
+//! 5. [`nvrtc`]: compiling kernels.
+//! 6. [`cublas`]: cuBLAS and cuBLASLt.
+//! 7. [`gpu`]: the device and its facts.
 
 pub mod arch;
 pub mod cublas;
