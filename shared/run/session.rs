@@ -12,7 +12,7 @@ use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
 use crate::run::persistent::Workspace;
 use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
-use crate::run::results::{AlternativeRecord, Baseline, MxBaselines, StepRecord, Timing, TimingMethod};
+use crate::run::results::{AlternativeRecord, Baseline, ChoiceRecord, MxBaselines, StepRecord, Timing, TimingMethod};
 use crate::run::timing::Contender;
 use crate::{run::steps, run::timing};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -580,7 +580,7 @@ impl Session {
         let designs = self.kernels[&id]
             .step
             .alternatives_for_device(self.gpu.major, self.gpu.minor);
-        let alternative_records = self.alternatives[&id]
+        let alternative_records: Vec<AlternativeRecord> = self.alternatives[&id]
             .iter()
             .zip(designs)
             .zip(alternative_timings)
@@ -599,6 +599,14 @@ impl Session {
                 local_bytes: loaded.local_bytes,
             })
             .collect();
+        let designs = self.kernels[&id]
+            .step
+            .alternatives_for_device(self.gpu.major, self.gpu.minor);
+        let plans = designs
+            .zip(&alternative_records)
+            .filter(|(design, _)| design.plan)
+            .map(|(_, r): (_, &AlternativeRecord)| (r.name.as_str(), r.time.median_ms));
+        let choice = ChoiceRecord::of(time.median_ms, plans);
         let kernel = &self.kernels[&id];
         // What the step's launch chose at this shape (step 10: the tile), and the grid of the
         // kernel that ran, which the driver's answer for the step's own compilation may not be.
@@ -617,6 +625,7 @@ impl Session {
             source_hash: Some(crate::run::provenance::source_hash(kernel.file)),
             shape: self.shape,
             sweep: false,
+            random_sweep: None,
             seed: self.seed(),
             date: crate::run::results::utc_now_rfc3339(),
             git: crate::GIT_REVISION.to_string(),
@@ -649,6 +658,7 @@ impl Session {
             mx,
             plan: plan.map(|p| p.text),
             alternatives: alternative_records,
+            choice,
             mma_sync_ceiling: None,
         };
         let mut record = record;

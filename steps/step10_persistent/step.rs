@@ -25,7 +25,7 @@ mod hopper {
     use super::*;
     use crate::encoding::tma::{TensorMap, TmaElement};
     use crate::error::Error;
-    use crate::run::persistent::{MatrixMap, WorkspaceNeed};
+    use crate::run::persistent::{Decomposition, MatrixMap, StreamK, WorkspaceNeed, FIXUP_K_TILES};
     use std::sync::Mutex;
 
     /// Rows of `C` per block: two consumer warpgroups of 64 rows.
@@ -204,7 +204,7 @@ mod hopper {
                 C_BUFFERS,
                 PRODUCER_REGISTERS,
                 CONSUMER_REGISTERS,
-                launch_tile::<$i, true>,
+                launch_tile::<$i, MODELLED>,
                 GROUP_M,
                 MMA_IN_FLIGHT
             )
@@ -231,10 +231,25 @@ mod hopper {
                 C_BUFFERS,
                 PRODUCER_REGISTERS,
                 CONSUMER_REGISTERS,
-                launch_tile::<0, false>,
+                launch_tile::<0, OFF>,
                 GROUP_M,
                 MMA_IN_FLIGHT
             ),
+            plan: true,
+        },
+        Alternative {
+            name: "stream-k",
+            design: "the default tile, whole turns on every cluster that fits, then the last wave's K tiles shared by all of them (the best hybrid on the whole GPU)",
+            kernel: kernel!(
+                TILES[0],
+                C_BUFFERS,
+                PRODUCER_REGISTERS,
+                CONSUMER_REGISTERS,
+                launch_tile::<0, ALL_CLUSTERS>,
+                GROUP_M,
+                MMA_IN_FLIGHT
+            ),
+            plan: true,
         },
         Alternative {
             name: "wait-all",
@@ -244,171 +259,111 @@ mod hopper {
                 C_BUFFERS,
                 PRODUCER_REGISTERS,
                 CONSUMER_REGISTERS,
-                launch_tile::<0, true>,
+                launch_tile::<0, MODELLED>,
                 GROUP_M,
                 0
             ),
+            plan: false,
         },
         Alternative {
             name: "pairs",
             design: "always 128×256 blocks in pairs sharing each B tile by multicast (steps 07–09's tile)",
             kernel: tile_kernel!(1),
+            plan: true,
         },
         Alternative {
             name: "tile-128x128",
             design: "always 128×128 blocks on their own, a ring of 6",
             kernel: tile_kernel!(2),
+            plan: true,
         },
         Alternative {
             name: "tile-128x128-pairs",
             design: "always 128×128 blocks in pairs along M sharing B, a ring of 6",
             kernel: tile_kernel!(3),
+            plan: true,
         },
         Alternative {
             name: "tile-128x64-pairs-n",
             design: "always 128×64 blocks in pairs along N sharing A (cuBLAS's pairing), a ring of 8",
             kernel: tile_kernel!(5),
+            plan: true,
         },
         Alternative {
             name: "tile-128x64",
             design: "always 128×64 blocks on their own, a ring of 8",
             kernel: tile_kernel!(4),
+            plan: true,
         },
     ];
 
-    // ANCHOR: decomposition
-    /// What one partial sum costs the cluster that finishes its tile, in K tiles of main loop: a
-    /// 128×256 fp32 partial per block (128 KiB) written by one cluster and read back by the other,
-    /// with the extra epilogue and the tile's operands loaded twice. A round figure fitted to
-    /// development runs on an H100 (1024³ in runs of 4 K tiles, 3 partials a tile, ran 15 % slower
-    /// than whole tiles; the last wave of 8192³, at most 2 partials a tile, 2 % faster).
-    pub const FIXUP_K_TILES: u64 = 8;
-
-    /// How a shape's tiles are shared among the clusters.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Decomposition {
-        pub tiles: u32,
-        pub k_tiles: u32,
-        /// Clusters launched.
-        pub clusters: u32,
-        /// Tiles computed whole, one cluster each: the first `dp_tiles` of the order.
-        pub dp_tiles: u32,
-        /// Clusters sharing the K tiles of the remaining tiles (0: none).
-        pub sk_clusters: u32,
-    }
-
-    impl Decomposition {
-        /// The decomposition of `tiles` tiles of `k_tiles` K tiles each over at most `fit` clusters.
-        /// The tiles of the last, partial wave (all of them, if there are fewer tiles than
-        /// clusters) are shared out by K tiles, in equal runs over as many clusters as the model finds
-        /// cheapest (each run's K tiles plus a fixup per partial), when that costs less than a turn
-        /// of whole tiles; otherwise every tile is whole.
-        pub fn choose(tiles: u32, k_tiles: u32, fit: u32, stream_k: bool) -> Decomposition {
-            // Whole tiles on as few clusters as take the same number of turns as all `fit` would
-            // (`persistent::balanced`): the idle SMs' power is clock for the others under the power limit.
-            let data_parallel = Decomposition {
-                tiles,
-                k_tiles,
-                clusters: tiles.max(1).div_ceil(tiles.max(1).div_ceil(fit.max(1))),
-                dp_tiles: tiles,
-                sk_clusters: 0,
-            };
-            let sk_tiles = tiles % fit.max(1);
-            if !stream_k || sk_tiles == 0 {
-                return data_parallel;
-            }
-            // The last wave costs one turn of whole tiles: k_tiles. Shared by c clusters it costs a
-            // run of ⌈sk_tiles · k_tiles / c⌉ K tiles, plus a fixup for each partial the finisher of
-            // a tile adds: a tile cut by runs of r K tiles has up to ⌈k_tiles / r⌉ of them.
-            let sk_k_tiles = sk_tiles as u64 * k_tiles as u64;
-            let cost = |c: u64| {
-                let run = sk_k_tiles.div_ceil(c);
-                run + FIXUP_K_TILES * (k_tiles as u64).div_ceil(run)
-            };
-            let best = (1..=fit as u64).min_by_key(|&c| (cost(c), c)).unwrap_or(1);
-            if cost(best) >= k_tiles as u64 {
-                return data_parallel;
-            }
-            Decomposition {
-                tiles,
-                k_tiles,
-                clusters: fit,
-                dp_tiles: tiles - sk_tiles,
-                sk_clusters: best as u32,
-            }
-        }
-
-        /// The longest list of K tiles a cluster works through: the model of the time.
-        pub fn k_tiles_per_cluster(&self) -> u64 {
-            let k = self.k_tiles as u64;
-            let dp_turns = (self.dp_tiles as u64).div_ceil(self.clusters as u64);
-            let sk = if self.sk_clusters == 0 {
-                0
-            } else {
-                ((self.tiles - self.dp_tiles) as u64 * k).div_ceil(self.sk_clusters as u64)
-            };
-            dp_turns * k + sk
-        }
-
-        /// What the model charges for it, in K tiles: the longest list, and where tiles are shared
-        /// a fixup for each run a tile is cut into (as `choose` weighs them).
-        pub fn modelled_k_tiles(&self) -> u64 {
-            let k = self.k_tiles as u64;
-            if self.sk_clusters == 0 {
-                return self.k_tiles_per_cluster();
-            }
-            let run = ((self.tiles - self.dp_tiles) as u64 * k).div_ceil(self.sk_clusters as u64);
-            self.k_tiles_per_cluster() + FIXUP_K_TILES * k.div_ceil(run)
-        }
-
-        /// One line for the console and the record.
-        pub fn describe(&self) -> String {
-            if self.sk_clusters == 0 {
-                format!(
-                    "data-parallel: {} tiles of {} K tiles over {} clusters ({} turns, {} K tiles a cluster)",
-                    self.tiles,
-                    self.k_tiles,
-                    self.clusters,
-                    self.tiles.div_ceil(self.clusters),
-                    self.k_tiles_per_cluster()
-                )
-            } else {
-                let sk_tiles = self.tiles - self.dp_tiles;
-                format!(
-                    "stream-K: {} of {} tiles whole over {} clusters, then {} tiles × {} K tiles shared by {} clusters (≤ {} K tiles a cluster in all)",
-                    self.dp_tiles,
-                    self.tiles,
-                    self.clusters,
-                    sk_tiles,
-                    self.k_tiles,
-                    self.sk_clusters,
-                    self.k_tiles_per_cluster()
-                )
-            }
-        }
-    }
-    // ANCHOR_END: decomposition
 
     // ANCHOR: choice
-    /// The tile shape for `shape`: the one whose decomposition over the clusters that fit (`fits[i]`
-    /// for `TILES[i]`, asked of the driver) has the least modelled time, K tiles × cycles a K tile;
-    /// on a tie, the earlier in the list. A tile of which no cluster fits (0) is never chosen; `None`
-    /// if none fits.
-    pub fn choose_tile(shape: crate::check::problem::Shape, fits: [u32; 6]) -> Option<(usize, Decomposition)> {
+    /// The rate at which a stream-K run's K tiles are modelled to come from L2: half the 64 bytes a
+    /// cycle of [`k_tile_cycles`]. Fitted to a random sweep on the H200 (`step10 --sweep random --seed
+    /// 1`, chapter 10b): the clusters of a stream-K wave work at different K offsets of different tiles,
+    /// so the loads of neighbouring clusters stop meeting in L2, and a block that loads more per K tile
+    /// (the 128×256 block alone: 384 rows of A and B) suffers most. With 64, the model preferred
+    /// stream-K on single blocks where pairs of blocks (half the B rows each) or whole tiles measured
+    /// up to 24 % faster.
+    pub const STREAM_K_L2_BYTES_PER_CYCLE: u32 = 32;
+
+    /// [`k_tile_cycles`] for a K tile of a stream-K run: L2 at [`STREAM_K_L2_BYTES_PER_CYCLE`].
+    pub const fn stream_k_tile_cycles(t: Tile) -> u64 {
+        let l2 = ((BM / t.cluster_n + t.bn / t.cluster_m) * BK * 2 / STREAM_K_L2_BYTES_PER_CYCLE) as u64;
+        let whole = k_tile_cycles(t);
+        if l2 > whole {
+            l2
+        } else {
+            whole
+        }
+    }
+
+    /// The modelled time of `d` on tile `t`, in cycles: the whole tiles' turns at [`k_tile_cycles`],
+    /// the stream-K run at [`stream_k_tile_cycles`], and a fixup of `FIXUP_K_TILES` for each run a
+    /// shared tile is cut into.
+    pub fn modelled_cycles(t: Tile, d: &Decomposition) -> u64 {
+        let k = d.k_tiles as u64;
+        let turns = (d.dp_tiles as u64).div_ceil(d.clusters.max(1) as u64);
+        let mut cycles = turns * k * k_tile_cycles(t);
+        if d.sk_clusters > 0 {
+            let run = ((d.tiles - d.dp_tiles) as u64 * k).div_ceil(d.sk_clusters as u64);
+            cycles += run * stream_k_tile_cycles(t) + FIXUP_K_TILES * k.div_ceil(run) * k_tile_cycles(t);
+        }
+        cycles
+    }
+
+    /// The plans the launch chooses from: every tile with the decomposition `Decomposition::choose`
+    /// models best for it, then the default tile whole (no stream-K) and the default tile with the
+    /// last wave shared by every cluster.
+    pub fn candidate_plans() -> impl Iterator<Item = (usize, StreamK)> {
+        (0..TILES.len())
+            .map(|i| (i, StreamK::Modelled))
+            .chain([(0, StreamK::Off), (0, StreamK::AllClusters)])
+    }
+
+    /// The plan for `shape`: the candidate ([`candidate_plans`]) whose decomposition over the clusters
+    /// that fit (`fits[i]` for `TILES[i]`, asked of the driver) has the least modelled time
+    /// ([`modelled_cycles`]); on a tie, the earlier in the list. A tile of which no cluster fits (0)
+    /// is never chosen; `None` if none fits.
+    pub fn choose_plan(
+        shape: crate::check::problem::Shape,
+        fits: [u32; 6],
+    ) -> Option<(usize, StreamK, Decomposition)> {
         let k_tiles = shape.k.div_ceil(BK as usize) as u32;
-        TILES
-            .iter()
-            .zip(fits)
+        candidate_plans()
             .enumerate()
-            .filter(|(_, (_, fit))| *fit > 0)
-            .map(|(i, (t, fit))| {
+            .filter(|(_, (i, _))| fits[*i] > 0)
+            .map(|(place, (i, stream_k))| {
+                let t = TILES[i];
                 let tiles = shape.tiles(t.cluster_m * BM, t.cluster_n * t.bn) as u32;
-                let d = Decomposition::choose(tiles, k_tiles, fit, true);
-                ((d.modelled_k_tiles() * k_tile_cycles(*t), i), d)
+                let d = Decomposition::choose(tiles, k_tiles, fits[i], stream_k);
+                ((modelled_cycles(t, &d), place), (i, stream_k, d))
             })
             .min_by_key(|(cost_then_place, _)| *cost_then_place)
-            .map(|((_, i), d)| (i, d))
+            .map(|(_, plan)| plan)
     }
+
     // ANCHOR_END: choice
 
     // ANCHOR: workspace
@@ -485,12 +440,16 @@ mod hopper {
         tell_plan(super::STEP.id, shape, Plan { text, clusters_fit });
     }
 
-    /// The tile chosen for `shape`, once per GPU context and shape: choosing loads every tile's
+    /// The plan chosen for `shape`, once per GPU context and shape: choosing loads every tile's
     /// kernel and asks the driver how many of its clusters fit, which a timing loop's launches
     /// should not each do.
-    fn chosen_tile(func: &CudaFunction, stream: &CudaStream, shape: crate::check::problem::Shape) -> Result<usize> {
+    fn chosen_plan(
+        func: &CudaFunction,
+        stream: &CudaStream,
+        shape: crate::check::problem::Shape,
+    ) -> Result<(usize, StreamK)> {
         type Key = (usize, crate::check::problem::Shape);
-        static CHOSEN: Mutex<Vec<(Key, usize)>> = Mutex::new(Vec::new());
+        static CHOSEN: Mutex<Vec<(Key, (usize, StreamK))>> = Mutex::new(Vec::new());
         let key = (stream.context().cu_ctx() as usize, shape);
         if let Some((_, best)) = CHOSEN
             .lock()
@@ -518,46 +477,59 @@ mod hopper {
                 }
             }
         }
-        let Some((best, d)) = choose_tile(shape, fits) else {
+        let Some((best, stream_k, d)) = choose_plan(shape, fits) else {
             return Err(first_refusal
                 .unwrap_or_else(|| Error::Other(format!("no tile of step 10 fits on this GPU at {shape}"))));
         };
         announce(shape, TILES[best], &d, fits[best]);
-        CHOSEN.lock().unwrap_or_else(|e| e.into_inner()).push((key, best));
-        Ok(best)
+        CHOSEN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((key, (best, stream_k)));
+        Ok((best, stream_k))
     }
 
-    /// The step's launch: the tile shape `choose_tile` picks for the shape, each shape's kernel
+    /// The step's launch: the plan `choose_plan` picks for the shape, each shape's kernel
     /// compiled and loaded on first use. A function compiled from another text (an exercise's edited
     /// kernel, a build with timeline stamps) is launched as it is, with the default tile.
     fn launch_chosen(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         if !crate::run::loader::compiled_from(func, &KERNEL) {
-            return launch_with(func, stream, ops, TILES[0], true);
+            return launch_with(func, stream, ops, TILES[0], StreamK::Modelled);
         }
-        match chosen_tile(func, stream, ops.shape)? {
-            0 => launch_with(func, stream, ops, TILES[0], true),
-            best => {
+        match chosen_plan(func, stream, ops.shape)? {
+            (0, stream_k) => launch_with(func, stream, ops, TILES[0], stream_k),
+            (best, stream_k) => {
                 let f = crate::run::loader::function_in(stream, &TILE_KERNELS[best])?;
-                launch_with(&f, stream, ops, TILES[best], true)
+                launch_with(&f, stream, ops, TILES[best], stream_k)
             }
         }
     }
 
     /// One tile shape, always (the alternatives).
-    fn launch_tile<const T: usize, const STREAM_K: bool>(
+    fn launch_tile<const T: usize, const STREAM_K: u8>(
         func: &CudaFunction,
         stream: &CudaStream,
         ops: &GemmOperands,
     ) -> Result<()> {
-        launch_with(func, stream, ops, TILES[T], STREAM_K)
+        let stream_k = match STREAM_K {
+            OFF => StreamK::Off,
+            MODELLED => StreamK::Modelled,
+            _ => StreamK::AllClusters,
+        };
+        launch_with(func, stream, ops, TILES[T], stream_k)
     }
+
+    /// [`StreamK`] as a launch's const parameter (an enum cannot be one).
+    const OFF: u8 = 0;
+    const MODELLED: u8 = 1;
+    const ALL_CLUSTERS: u8 = 2;
 
     fn launch_with(
         func: &CudaFunction,
         stream: &CudaStream,
         ops: &GemmOperands,
         tile: Tile,
-        stream_k: bool,
+        stream_k: StreamK,
     ) -> Result<()> {
         let s = ops.shape;
         let (maps, use_tma_store) = tensor_maps(ops, tile)?;
@@ -599,17 +571,39 @@ mod hopper {
     mod tests {
         use super::*;
 
+        /// The tile [`choose_plan`] picks for `shape`, and its decomposition.
+        fn choose_tile(shape: crate::check::problem::Shape, fits: [u32; 6]) -> Option<(usize, Decomposition)> {
+            choose_plan(shape, fits).map(|(i, _, d)| (i, d))
+        }
+
         /// The clusters the driver answers on a 132-SM H100 for each of `TILES`: pairs 66, single 132.
         fn h100_fits() -> [u32; 6] {
             TILES.map(|t| 132 / t.blocks())
         }
 
         #[test]
-        fn big_shapes_take_the_default_tile() {
+        fn big_shapes_take_the_wide_tile_alone_or_in_pairs() {
             use crate::check::problem::Shape;
-            for shape in [Shape::square(4096), Shape::square(8192), Shape::new(16384, 4096, 4096)] {
-                assert_eq!(choose_tile(shape, h100_fits()).unwrap().0, 0, "{shape}");
+            // 4096³: 512 tiles in four whole turns of 128 blocks; the default tile, whole.
+            let (i, stream_k, d) = choose_plan(Shape::square(4096), h100_fits()).unwrap();
+            assert_eq!((i, stream_k, d.clusters, d.sk_clusters), (0, StreamK::Modelled, 128, 0));
+            // A ragged last wave of deep tiles is shared by pairs of blocks, whose stream-K runs load
+            // half the B rows a block alone would (`STREAM_K_L2_BYTES_PER_CYCLE`).
+            for shape in [Shape::square(8192), Shape::new(16384, 4096, 4096)] {
+                let (i, d) = choose_tile(shape, h100_fits()).unwrap();
+                assert_eq!((TILES[i].bn, TILES[i].cluster_m, d.sk_clusters > 0), (256, 2, true), "{shape}");
             }
+        }
+
+        /// Where the whole tiles' model ties, the stream-K run's slower L2 decides: the default tile with
+        /// every cluster sharing the last wave is never cheaper than its modelled decomposition.
+        #[test]
+        fn the_candidates_include_whole_tiles_and_the_hybrid_on_every_cluster() {
+            let plans: Vec<(usize, StreamK)> = candidate_plans().collect();
+            assert_eq!(plans.len(), TILES.len() + 2);
+            assert!(plans.contains(&(0, StreamK::Off)) && plans.contains(&(0, StreamK::AllClusters)));
+            assert_eq!(stream_k_tile_cycles(TILES[0]), 1536);
+            assert_eq!(stream_k_tile_cycles(TILES[1]), 1024);
         }
 
         #[test]
@@ -644,7 +638,7 @@ mod hopper {
             assert!(i != 0 && d.clusters >= 1 && d.clusters <= fits[i], "{i} {d:?}");
             // Nothing fits: no choice (the launch then reports why), and no division by zero.
             assert_eq!(choose_tile(Shape::square(1024), [0; 6]), None);
-            assert_eq!(Decomposition::choose(16, 16, 0, true).sk_clusters, 0);
+            assert_eq!(Decomposition::choose(16, 16, 0, StreamK::Modelled).sk_clusters, 0);
         }
 
         /// The workspace the step asks the session for holds the flags and partials of a stream-K
@@ -695,10 +689,10 @@ mod hopper {
         #[test]
         fn whole_waves_stay_data_parallel() {
             // 4096³ on 64 clusters: 256 tiles, four whole turns.
-            let d = Decomposition::choose(256, 64, 64, true);
+            let d = Decomposition::choose(256, 64, 64, StreamK::Modelled);
             assert_eq!((d.dp_tiles, d.sk_clusters, d.clusters), (256, 0, 64));
             // Without stream-K, a small shape launches one cluster per tile.
-            let off = Decomposition::choose(16, 16, 66, false);
+            let off = Decomposition::choose(16, 16, 66, StreamK::Off);
             assert_eq!((off.dp_tiles, off.sk_clusters, off.clusters), (16, 0, 16));
         }
 
@@ -707,7 +701,7 @@ mod hopper {
             // 128×8192×8192 on 66 clusters: 32 tiles of 128 K tiles, one turn of 128 K tiles whole;
             // shared by 64 of the 66 clusters, every tile cut in two runs of 64 (one partial each),
             // which the model prefers to 66 runs of 63 (up to 3 partials a tile).
-            let d = Decomposition::choose(32, 128, 66, true);
+            let d = Decomposition::choose(32, 128, 66, StreamK::Modelled);
             assert_eq!((d.dp_tiles, d.sk_clusters, d.clusters), (0, 64, 66));
             assert_eq!(d.k_tiles_per_cluster(), 64);
         }
@@ -715,21 +709,21 @@ mod hopper {
         #[test]
         fn short_k_tiles_keep_whole_tiles() {
             // 1024³: 16 tiles of 16 K tiles: any sharing costs more partials than it saves.
-            assert_eq!(Decomposition::choose(16, 16, 66, true).sk_clusters, 0);
+            assert_eq!(Decomposition::choose(16, 16, 66, StreamK::Modelled).sk_clusters, 0);
             // 2048³: 64 tiles for 66 clusters: one turn either way.
-            assert_eq!(Decomposition::choose(64, 32, 66, true).sk_clusters, 0);
+            assert_eq!(Decomposition::choose(64, 32, 66, StreamK::Modelled).sk_clusters, 0);
         }
 
         #[test]
         fn the_last_wave_is_shared_when_it_saves_more_than_the_fixups() {
             // 8192³ on 66 clusters: 1024 tiles = 15 waves + 34 tiles of 128 K tiles: shared, 66
             // K tiles a cluster instead of a 16th turn of 128.
-            let d = Decomposition::choose(1024, 128, 66, true);
+            let d = Decomposition::choose(1024, 128, 66, StreamK::Modelled);
             assert_eq!((d.dp_tiles, d.sk_clusters), (990, 66));
             assert_eq!(d.k_tiles_per_cluster(), 15 * 128 + (34 * 128_u64).div_ceil(66));
             // 4096³: 256 tiles = 3 waves + 58 tiles of 64 K tiles; sharing would save 7 K tiles,
             // less than two fixups: whole tiles.
-            assert_eq!(Decomposition::choose(256, 64, 66, true).sk_clusters, 0);
+            assert_eq!(Decomposition::choose(256, 64, 66, StreamK::Modelled).sk_clusters, 0);
         }
     }
 }
