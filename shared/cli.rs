@@ -438,7 +438,9 @@ fn sweep_main(
     family: crate::run::sweep::Family,
 ) -> Result<()> {
     if let crate::run::sweep::Family::Random { count } = family {
-        println!("random sweep: {count} shapes drawn from seed {seed} (repeat with --sweep random:{count} --seed {seed})");
+        println!(
+            "random sweep: {count} shapes drawn from seed {seed} (repeat with --sweep random:{count} --seed {seed})"
+        );
     }
     let total = family.shapes(seed).len();
     let crate::run::sweep::Outcome {

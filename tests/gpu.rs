@@ -229,7 +229,10 @@ fn the_step_timed_twice_in_one_loop_reads_one() -> Ran {
             "step10 {shape}: {:.4} ms and {:.4} ms again ({} rounds): {ratio:.4}; cuBLAS {:.4} ms",
             t[0].median_ms, t[2].median_ms, t[0].runs, t[1].median_ms
         );
-        assert!((ratio - 1.0).abs() <= 0.005, "{shape}: the same kernel read {ratio:.4} of itself");
+        assert!(
+            (ratio - 1.0).abs() <= 0.005,
+            "{shape}: the same kernel read {ratio:.4} of itself"
+        );
         gpu = session.into_gpu();
     }
     Ok(())

@@ -8,7 +8,9 @@
 use crate::error::Result;
 use crate::run::results::{significant, ResultsFile, StepRecord};
 use crate::run::sweep;
-use crate::svg::{draw_error, figures_dir, write_if_changed, CUBLAS_BF16, FONT, GRID, GRID_BOLD, INK, SERIES, TRANSPARENT};
+use crate::svg::{
+    draw_error, figures_dir, write_if_changed, CUBLAS_BF16, FONT, GRID, GRID_BOLD, INK, SERIES, TRANSPARENT,
+};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -56,7 +58,10 @@ pub fn choice_text(files: &[ResultsFile], step: u8) -> String {
         }
         let n = rs.len();
         let near = rs.iter().filter(|r| behind(r) <= NEAR).count();
-        let worst = rs.iter().max_by(|a, b| behind(a).total_cmp(&behind(b))).expect("not empty");
+        let worst = rs
+            .iter()
+            .max_by(|a, b| behind(a).total_cmp(&behind(b)))
+            .expect("not empty");
         let geomean = (rs.iter().map(|r| r.headline().ratio.ln()).sum::<f64>() / n as f64).exp();
         let lowest = rs
             .iter()
@@ -124,7 +129,11 @@ fn draw(
             .color(&INK)
             .pos(Pos::new(HPos::Center, VPos::Top))
     };
-    let seeds: Vec<String> = rs.iter().filter_map(|r| r.random_sweep).map(|s| s.to_string()).collect();
+    let seeds: Vec<String> = rs
+        .iter()
+        .filter_map(|r| r.random_sweep)
+        .map(|s| s.to_string())
+        .collect();
     root.draw(&Text::new(
         format!(
             "Random sweep on {}: the chosen plan against the fastest plan, and against cuBLAS",
@@ -170,7 +179,12 @@ fn draw(
         .axis_style(INK)
         .draw()?;
     for (bar, text) in [(NEAR, "2 % behind"), (NEVER_BEYOND, "5 % behind")] {
-        chart.draw_series(DashedLineSeries::new([(0.0, bar), (n as f64, bar)], 6, 4, GRID_BOLD.stroke_width(1)))?;
+        chart.draw_series(DashedLineSeries::new(
+            [(0.0, bar), (n as f64, bar)],
+            6,
+            4,
+            GRID_BOLD.stroke_width(1),
+        ))?;
         let (px, py) = chart.backend_coord(&(n as f64, bar));
         top.draw(&Text::new(
             text.to_string(),
@@ -183,7 +197,11 @@ fn draw(
     let colour = SERIES[0];
     chart.draw_series(rs.iter().enumerate().map(|(i, r)| {
         let x = x_of(i);
-        let style = if behind(r) > NEAR { SERIES[1].filled() } else { colour.filled() };
+        let style = if behind(r) > NEAR {
+            SERIES[1].filled()
+        } else {
+            colour.filled()
+        };
         Rectangle::new([(x - 0.35, 1.0), (x + 0.35, behind(r).max(1.0005))], style)
     }))?;
 
@@ -240,8 +258,8 @@ mod tests {
     use super::*;
     use crate::book::figure_sweep::tests::swept;
     use crate::check::problem::Shape;
-    use crate::run::results::ChoiceRecord;
     use crate::run::results::tests::device;
+    use crate::run::results::ChoiceRecord;
 
     fn file() -> ResultsFile {
         let mut records = Vec::new();
@@ -249,7 +267,11 @@ mod tests {
             let mut r = swept(10, "persistent", shape, 0.95 + 0.01 * i as f64);
             r.random_sweep = Some(5);
             r.choice = Some(ChoiceRecord {
-                fastest: if i == 3 { "data-parallel".into() } else { "chosen".into() },
+                fastest: if i == 3 {
+                    "data-parallel".into()
+                } else {
+                    "chosen".into()
+                },
                 time_over_fastest: if i == 3 { 1.031 } else { 1.0 },
             });
             records.push(r);
@@ -269,7 +291,10 @@ mod tests {
         let text = choice_text(std::slice::from_ref(&file), 10);
         assert!(text.contains("12 shapes drawn from seed 5"), "{text}");
         assert!(text.contains("at 11 of 12 (92 %)"), "{text}");
-        assert!(text.contains("3.1 % behind") && text.contains("`data-parallel` was fastest"), "{text}");
+        assert!(
+            text.contains("3.1 % behind") && text.contains("`data-parallel` was fastest"),
+            "{text}"
+        );
         assert!(choice_text(&[], 10).contains("--sweep random"));
         assert!(choice_text(std::slice::from_ref(&file), 9).contains("no random sweep of step09"));
     }

@@ -451,14 +451,22 @@ impl LadderResults {
     fn choice_figure_links(&self, chapter: &Path) -> String {
         let up = "../".repeat(chapter.parent().map_or(0, |p| p.components().count()));
         let mut out = String::new();
-        for file in self.files.iter().filter(|f| f.records.iter().any(figure_choice::is_drawn)) {
+        for file in self
+            .files
+            .iter()
+            .filter(|f| f.records.iter().any(figure_choice::is_drawn))
+        {
             let slug = file.slug();
             let drawn = self
                 .book_dir
                 .as_ref()
                 .is_none_or(|dir| figure_choice::choice_svg_path(dir, &slug).is_file());
             let _ = if drawn {
-                writeln!(out, "![Random sweep on {}]({up}figures/choice-{slug}.svg)\n", file.device.name)
+                writeln!(
+                    out,
+                    "![Random sweep on {}]({up}figures/choice-{slug}.svg)\n",
+                    file.device.name
+                )
             } else {
                 writeln!(
                     out,

@@ -449,7 +449,11 @@ pub fn plans_table(files: &[ResultsFile], step: u8) -> String {
     let _ = writeln!(out, "|:---|:---|:---|---:|:---|");
     let mut rows = 0;
     for file in files {
-        let mut swept: Vec<&StepRecord> = file.records.iter().filter(|r| r.is_fixed_sweep() && r.step == step).collect();
+        let mut swept: Vec<&StepRecord> = file
+            .records
+            .iter()
+            .filter(|r| r.is_fixed_sweep() && r.step == step)
+            .collect();
         let order = crate::run::sweep::axis_order(swept.iter().map(|r| r.shape));
         swept.sort_by_key(|r| order.iter().position(|s| *s == r.shape));
         for r in swept {

@@ -145,7 +145,6 @@ fn compile_uncached(
     target: &str,
     options: &[String],
 ) -> Result<Compiled> {
-
     let fail = |what: &str, code: sys::nvrtcResult| Error::Other(format!("NVRTC {what}: {code:?}"));
     let source = CString::new(kernel.source()).map_err(|_| Error::Other("NUL in kernel source".into()))?;
     let name = CString::new(kernel.path()).map_err(|_| Error::Other("NUL in kernel path".into()))?;

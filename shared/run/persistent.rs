@@ -132,8 +132,7 @@ pub fn clusters_fit(function: &CudaFunction) -> Option<(u32, u32)> {
 /// The same launch with as few clusters as finish the `tiles` in as many turns as all of them would:
 /// ⌈tiles / ⌈tiles / clusters⌉⌉. A persistent grid whose last turn is ragged (66 clusters, 256 tiles:
 /// 4 turns, the last with 58 busy) does the same work in the same number of turns with fewer clusters
-/// (64, every turn full), and the SMs left idle draw no power, which under the board's power limit is
-/// clock the others can use.
+/// (64, every turn full).
 pub fn balanced(launch: Launch, tiles: usize) -> Launch {
     let cluster_size = launch.cluster_size().max(1);
     let clusters = (launch.config.grid_dim.0 / cluster_size).max(1) as usize;

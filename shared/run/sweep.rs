@@ -57,7 +57,9 @@ impl Family {
                 Ok(count @ 1..=1000) => Ok(Family::Random { count }),
                 _ => Err(format!("`random:{n}`: the count is a number from 1 to 1000")),
             },
-            _ => Err(format!("`{word}`: a sweep is `fixed` (the default), `random` or `random:N`")),
+            _ => Err(format!(
+                "`{word}`: a sweep is `fixed` (the default), `random` or `random:N`"
+            )),
         }
     }
 
@@ -334,7 +336,10 @@ mod tests {
         // Every family is there: cubes, deep K (K at least twice M and N), and shapes that are neither.
         let cubes = shapes.iter().filter(|s| s.m == s.n && s.n == s.k).count();
         let deep = shapes.iter().filter(|s| s.k >= 2 * s.m.max(s.n)).count();
-        assert!(cubes >= RANDOM_COUNT / 4 && deep >= RANDOM_COUNT / 4, "{cubes} cubes, {deep} deep: {shapes:?}");
+        assert!(
+            cubes >= RANDOM_COUNT / 4 && deep >= RANDOM_COUNT / 4,
+            "{cubes} cubes, {deep} deep: {shapes:?}"
+        );
     }
 
     #[test]

@@ -39,11 +39,14 @@ mod hopper {
     /// Tiles of A and B in the ring of the default tile (48 KiB each), as in step 09.
     pub const STAGES: u32 = 4;
     /// wgmma groups a consumer leaves in flight when it waits, as in step 09: 1. Waiting for all of
-    /// them and releasing the stage a K tile sooner (the `wait-all` alternative) was the step's
-    /// choice while its main loop computed between wgmmas; with that gone, the recorded sweep put
-    /// one group in flight ahead at 6144³ and above (chapter 10).
+    /// them and releasing the stage a K tile sooner is timed beside the step as the `wait-all`
+    /// alternative; the records made before the timing loop rotated its order cannot tell the two
+    /// apart (the alternative's slot won either way), so the 1 is step 09's reason, not a measured gain.
     pub const MMA_IN_FLIGHT: u32 = 1;
-    /// Registers a thread after `setmaxnreg`, as in step 09.
+    /// Registers a thread after `setmaxnreg`: 40 for the producer and 232 for each consumer (step 09
+    /// has 48 / 224), for the consumer's 128 accumulators, 64 held values and its loop. The default
+    /// tile's compilation still spills 72 bytes a thread (its records' `local_bytes`); the narrower
+    /// tiles' do not.
     pub const PRODUCER_REGISTERS: u32 = 40;
     pub const CONSUMER_REGISTERS: u32 = 232;
     /// Blocks per cluster along M in the default tile: one. Steps 07–09 paired blocks to share each B
@@ -297,7 +300,6 @@ mod hopper {
         },
     ];
 
-
     // ANCHOR: choice
     /// The rate at which a stream-K run's K tiles are modelled to come from L2: half the 64 bytes a
     /// cycle of [`k_tile_cycles`]. Fitted to a random sweep on the H200 (`step10 --sweep random --seed
@@ -346,10 +348,7 @@ mod hopper {
     /// that fit (`fits[i]` for `TILES[i]`, asked of the driver) has the least modelled time
     /// ([`modelled_cycles`]); on a tie, the earlier in the list. A tile of which no cluster fits (0)
     /// is never chosen; `None` if none fits.
-    pub fn choose_plan(
-        shape: crate::check::problem::Shape,
-        fits: [u32; 6],
-    ) -> Option<(usize, StreamK, Decomposition)> {
+    pub fn choose_plan(shape: crate::check::problem::Shape, fits: [u32; 6]) -> Option<(usize, StreamK, Decomposition)> {
         let k_tiles = shape.k.div_ceil(BK as usize) as u32;
         candidate_plans()
             .enumerate()
@@ -591,7 +590,11 @@ mod hopper {
             // half the B rows a block alone would (`STREAM_K_L2_BYTES_PER_CYCLE`).
             for shape in [Shape::square(8192), Shape::new(16384, 4096, 4096)] {
                 let (i, d) = choose_tile(shape, h100_fits()).unwrap();
-                assert_eq!((TILES[i].bn, TILES[i].cluster_m, d.sk_clusters > 0), (256, 2, true), "{shape}");
+                assert_eq!(
+                    (TILES[i].bn, TILES[i].cluster_m, d.sk_clusters > 0),
+                    (256, 2, true),
+                    "{shape}"
+                );
             }
         }
 
@@ -617,9 +620,10 @@ mod hopper {
                 (TILES[i].bn, TILES[i].cluster_n, d.clusters * TILES[i].blocks()),
                 (64, 1, 128)
             );
-            // 8192×128×8192: the default's 256 columns are half empty; 128 columns fill the tile.
-            let (i, _) = choose_tile(Shape::new(8192, 128, 8192), h100_fits()).unwrap();
-            assert_eq!(TILES[i].bn, 128);
+            // 8192×128×8192: the default's 256 columns are half empty; 128 blocks of 128×64, whole,
+            // beat sharing 64 tiles of 128×128 by K tiles at the stream-K run's L2 rate.
+            let (i, d) = choose_tile(Shape::new(8192, 128, 8192), h100_fits()).unwrap();
+            assert_eq!((TILES[i].bn, d.sk_clusters, d.clusters), (64, 0, 128));
         }
 
         #[test]
