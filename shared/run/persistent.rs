@@ -255,12 +255,13 @@ impl Decomposition {
     /// One line for the console and the record.
     pub fn describe(&self) -> String {
         if self.sk_clusters == 0 {
+            let turns = self.tiles.div_ceil(self.clusters);
             format!(
-                "data-parallel: {} tiles of {} K tiles over {} clusters ({} turns, {} K tiles a cluster)",
+                "data-parallel: {} tiles of {} K tiles over {} clusters ({turns} turn{}, {} K tiles a cluster)",
                 self.tiles,
                 self.k_tiles,
                 self.clusters,
-                self.tiles.div_ceil(self.clusters),
+                if turns == 1 { "" } else { "s" },
                 self.k_tiles_per_cluster()
             )
         } else {
