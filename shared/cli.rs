@@ -54,8 +54,10 @@ pub struct CommonArgs {
     /// The book folder whose src/results receives the results (default: ./book, else the crate's).
     #[arg(long)]
     pub book: Option<PathBuf>,
-    #[arg(long, help = crate::run::sweep::help(), conflicts_with_all = ["size", "m", "n", "k"])]
-    pub sweep: bool,
+    #[arg(long, help = crate::run::sweep::help(), conflicts_with_all = ["size", "m", "n", "k"],
+          num_args = 0..=1, default_missing_value = "fixed", value_name = "random[:N]",
+          value_parser = crate::run::sweep::Family::parse)]
+    pub sweep: Option<crate::run::sweep::Family>,
     /// Also profile each recorded run under Nsight Compute (`ncu`, found on PATH or under
     /// /opt/nvidia/nsight-compute): the step's kernel alone, one launch, then cuBLAS bf16's kernel at
     /// the same shape with the same settings; the counters go into the record's `profile`. Without
@@ -143,12 +145,12 @@ impl LadderArgs {
     /// `--book-only` (a sweep needs the GPU), a shape outside the contract every step shares (as
     /// `stepNN` refuses it), and a `--book` that is not a book.
     pub fn check(&self) -> Result<()> {
-        if self.common.sweep && self.book_only {
+        if self.common.sweep.is_some() && self.book_only {
             return Err(Error::Usage(
                 "--sweep runs the top step on the GPU; --book-only runs nothing: choose one".into(),
             ));
         }
-        if !self.common.sweep {
+        if self.common.sweep.is_none() {
             for shape in self.common.shapes() {
                 shape.check("ladder")?;
             }
@@ -404,10 +406,10 @@ pub fn step_main(id: u8) -> Result<()> {
             args.common.twin,
         );
     }
-    let shapes = if args.common.sweep {
-        crate::run::sweep::SHAPES.to_vec()
-    } else {
-        args.common.shapes()
+    let seed = args.common.seed.unwrap_or_else(fresh_seed);
+    let shapes = match args.common.sweep {
+        Some(family) => family.shapes(seed),
+        None => args.common.shapes(),
     };
     for shape in &shapes {
         shape.check(&step.binary())?;
@@ -445,8 +447,8 @@ pub fn step_main(id: u8) -> Result<()> {
             book.as_deref(),
         );
     }
-    if args.common.sweep {
-        return sweep_main(&args.common, gpu, step, seed);
+    if let Some(family) = args.common.sweep {
+        return sweep_main(&args.common, gpu, step, seed, family);
     }
     let mut gpu = Some(gpu);
     let mut records = Vec::new();
@@ -474,21 +476,33 @@ pub fn step_main(id: u8) -> Result<()> {
 /// `--sweep`: the step at every shape of [`crate::run::sweep::SHAPES`], then one table, the records (marked
 /// as a sweep) and the figures. Exits non-zero when a shape failed verification, after recording the
 /// others.
-fn sweep_main(args: &CommonArgs, gpu: Gpu, step: &'static Step, seed: u64) -> Result<()> {
+fn sweep_main(
+    args: &CommonArgs,
+    gpu: Gpu,
+    step: &'static Step,
+    seed: u64,
+    family: crate::run::sweep::Family,
+) -> Result<()> {
+    if let crate::run::sweep::Family::Random { count } = family {
+        println!(
+            "random sweep: {count} shapes drawn from seed {seed} (repeat with --sweep random:{count} --seed {seed})"
+        );
+    }
+    let total = family.shapes(seed).len();
     let crate::run::sweep::Outcome {
         gpu,
         records,
         failures,
         skipped,
-    } = crate::run::sweep::run(gpu, step, args.twin, seed, &args.options())?;
+    } = crate::run::sweep::run(gpu, step, args.twin, seed, family, &args.options())?;
     if !records.is_empty() {
         report::print_results(&records);
     } else if args.check && failures.is_empty() {
         println!(
             "{} passed verification at {} of the sweep's {} shapes",
             step.binary(),
-            crate::run::sweep::SHAPES.len() - skipped.len(),
-            crate::run::sweep::SHAPES.len()
+            total - skipped.len(),
+            total
         );
     }
     if !skipped.is_empty() {
@@ -562,7 +576,7 @@ fn without_gpu(args: &LadderArgs, book_dir: Option<PathBuf>, why: &Error) -> Res
             ""
         )
     );
-    let asked = match (args.common.sweep, args.common.check) {
+    let asked = match (args.common.sweep.is_some(), args.common.check) {
         (true, _) => "sweep its top step",
         (false, true) => "verify its steps",
         (false, false) => "verify and time its steps",
@@ -594,7 +608,7 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
         "{} (compute capability {}), driver {}, NVRTC {} — seed {seed} (repeat with --seed {seed})",
         gpu.info.name, gpu.info.compute_capability, gpu.info.driver, gpu.info.nvrtc
     );
-    if args.common.sweep {
+    if let Some(family) = args.common.sweep {
         // The sweep of the ladder is the sweep of its top rung on this GPU.
         let top = top_step(gpu.major, gpu.minor, twin).ok_or_else(|| Error::Unsupported {
             step: "ladder --sweep".into(),
@@ -602,7 +616,7 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
             found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
         })?;
         println!("sweeping {}: {}", top.binary(), top.title);
-        return sweep_main(&args.common, gpu, top, seed);
+        return sweep_main(&args.common, gpu, top, seed, family);
     }
     let shapes = args.common.shapes();
     let runnable: Vec<&Step> = steps::ALL
@@ -782,10 +796,23 @@ mod tests {
 
     #[test]
     fn sweep_parses_lists_its_shapes_in_the_help_and_excludes_other_shapes() {
+        use crate::run::sweep::Family;
         let args = step_args(&["--sweep", "--seed", "7", "--iters", "20"]);
-        assert!(args.common.sweep && args.check().is_ok());
+        assert!(args.common.sweep == Some(Family::Fixed) && args.check().is_ok());
         assert_eq!((args.common.seed, args.common.iters), (Some(7), Some(20)));
-        assert!(!step_args(&[]).common.sweep);
+        assert!(step_args(&[]).common.sweep.is_none());
+        // The random sweep: a count or the default one; a misspelt family is refused by clap.
+        assert_eq!(
+            step_args(&["--sweep", "random:12", "--seed", "7"]).common.sweep,
+            Some(Family::Random { count: 12 })
+        );
+        assert_eq!(
+            step_args(&["--sweep", "random"]).common.sweep,
+            Some(Family::Random {
+                count: crate::run::sweep::RANDOM_COUNT
+            })
+        );
+        assert!(StepArgs::try_parse_from(["step10", "--sweep", "randon"]).is_err());
         // Verify-only sweeps and sweeps without recording are fine.
         assert!(step_args(&["--sweep", "--check", "--no-record"]).common.check);
         for shape in [&["--size", "4096"][..], &["--m", "4096"], &["--n", "8"], &["--k", "64"]] {
@@ -802,7 +829,7 @@ mod tests {
         }
 
         let ladder = ladder_args(&["--sweep", "--no-book"]).unwrap();
-        assert!(ladder.common.sweep && ladder.check().is_ok());
+        assert!(ladder.common.sweep.is_some() && ladder.check().is_ok());
         let err = ladder_args(&["--sweep", "--book-only"]).unwrap().check().unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(ladder_args(&["--book-only"]).unwrap().check().is_ok());

@@ -242,6 +242,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         source_hash: gemm_ladder::run::provenance::current_hash(2, "steps/step02_smem_tiling/kernel.cu"),
         shape,
         sweep: false,
+        random_sweep: None,
         seed: 987_654_321,
         date: "2025-11-21T04:26:07Z".into(),
         git: "0123abc".into(),
@@ -271,6 +272,7 @@ fn table_expansion_shows_the_numbers_it_was_given() {
         mx: None,
         plan: None,
         alternatives: Vec::new(),
+        choice: None,
         mma_sync_ceiling: None,
     };
     let file = ResultsFile {

@@ -36,10 +36,10 @@ pub fn render_sweep(file: &ResultsFile, out: &Path) -> Result<bool> {
     }
 }
 
-/// Whether a record belongs on the sweep figure: made by a sweep, of the GPU's own kernel (not an sm80
+/// Whether a record belongs on the sweep figure: made by the fixed sweep, of the GPU's own kernel (not an sm80
 /// twin), with a usable ratio.
 pub fn is_drawn(r: &StepRecord) -> bool {
-    r.sweep && !r.is_sm80_twin() && r.ratio_bf16.is_finite() && r.ratio_bf16 > 0.0
+    r.is_fixed_sweep() && !r.is_sm80_twin() && r.ratio_bf16.is_finite() && r.ratio_bf16 > 0.0
 }
 
 /// `8192x8192x1024` (the way a shape prints) back into a shape.

@@ -13,6 +13,8 @@
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
 //! | `{{#ladder-plans stepNN}}` | per sweep shape: what the launch chose, and the fastest alternative |
 //! | `{{#ladder-sweep-compare step10 A B}}` | inline: the swept ratio at shape A against B, and whether lower |
+//! | `{{#ladder-choice step10}}` | inline: the random sweep (`--sweep random`) in words: the choice against the fastest plan, the worst case, the geometric mean |
+//! | `{{#ladder-choice-figure}}` | an image of `figures/choice-<gpu>.svg` per file with a random sweep |
 //! | `{{#ladder-alternatives step11}}` | one row per alternative design timed with that step's runs |
 //! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (cuBLAS fp32 C and bf16 C, dequantize + cuBLAS, cuBLASLt fp8) |
 //!
@@ -60,6 +62,7 @@ mod cells;
 pub mod evidence;
 pub mod figure;
 pub mod figure_banks;
+pub mod figure_choice;
 pub mod figure_sweep;
 pub mod include;
 pub mod peak;
@@ -405,6 +408,11 @@ impl LadderResults {
                     figure_sweep::sweep_compare(&self.files, id, shape, other)
                         .ok_or_else(|| bad("the shapes are written MxNxK, e.g. 8192x8192x1024"))?
                 }
+                ("ladder-choice", [step]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    figure_choice::choice_text(&self.files, id)
+                }
+                ("ladder-choice-figure", []) => self.choice_figure_links(chapter),
                 ("ladder-peak", []) => crate::book::peak::peak_table(&self.files),
                 ("ladder-peak", ["datasheet"]) => crate::book::peak::datasheet_text(),
                 ("ladder-rounds", []) => crate::book::peak::rounds_table(&self.files),
@@ -416,7 +424,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [sm80|before=REVISION], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [sm80|before=REVISION], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-choice stepNN, ladder-choice-figure, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
@@ -468,6 +476,41 @@ impl LadderResults {
                     file.device.name
                 );
             }
+        }
+        out
+    }
+
+    /// One image of the random sweep per results file that has one ([`figure_choice`]), linked
+    /// relative to the chapter; without one, a line that says how to record it.
+    fn choice_figure_links(&self, chapter: &Path) -> String {
+        let up = "../".repeat(chapter.parent().map_or(0, |p| p.components().count()));
+        let mut out = String::new();
+        for file in self
+            .files
+            .iter()
+            .filter(|f| f.records.iter().any(figure_choice::is_drawn))
+        {
+            let slug = file.slug();
+            let drawn = self
+                .book_dir
+                .as_ref()
+                .is_none_or(|dir| figure_choice::choice_svg_path(dir, &slug).is_file());
+            let _ = if drawn {
+                writeln!(
+                    out,
+                    "![Random sweep on {}]({up}figures/choice-{slug}.svg)\n",
+                    file.device.name
+                )
+            } else {
+                writeln!(
+                    out,
+                    "The random sweep of {} is recorded but not drawn yet: `cargo run --release --bin ladder -- --book-only` draws it.\n",
+                    file.device.name
+                )
+            };
+        }
+        if out.is_empty() {
+            out = "No random sweep has been drawn yet, because none has been recorded: `cargo run --release --bin step10 -- --sweep random` records one.\n".to_string();
         }
         out
     }
@@ -546,6 +589,10 @@ pub fn regenerate_all(book_dir: &Path) -> Result<Vec<PathBuf>> {
         let sweep = crate::book::figure_sweep::sweep_svg_path(book_dir, &file.slug());
         if crate::book::figure_sweep::render_sweep(&file, &sweep)? {
             paths.push(sweep);
+        }
+        let choice = figure_choice::choice_svg_path(book_dir, &file.slug());
+        if figure_choice::render_choice(&file, &choice)? {
+            paths.push(choice);
         }
     }
     crate::book::figure_banks::render_swizzle_banks(&crate::book::figure_banks::swizzle_banks_svg_path(book_dir))?;

@@ -202,7 +202,7 @@ fn table_of(files: &[ResultsFile], step: Option<u8>, sm80: bool) -> String {
 pub fn sweep_table(files: &[ResultsFile]) -> String {
     let mut rows: Vec<(&ResultsFile, &StepRecord)> = Vec::new();
     for file in files {
-        let mut swept: Vec<&StepRecord> = file.records.iter().filter(|r| r.sweep).collect();
+        let mut swept: Vec<&StepRecord> = file.records.iter().filter(|r| r.is_fixed_sweep()).collect();
         let order = crate::run::sweep::axis_order(swept.iter().map(|r| r.shape));
         swept.sort_by_key(|r| (r.step, order.iter().position(|s| *s == r.shape)));
         rows.extend(swept.into_iter().map(|r| (file, r)));
@@ -261,7 +261,7 @@ pub fn sweep_table(files: &[ResultsFile]) -> String {
          that loop ran.\n\n",
     );
     for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
-        let _ = writeln!(out, "{}\n", device_text(file, |r| r.sweep));
+        let _ = writeln!(out, "{}\n", device_text(file, |r| r.is_fixed_sweep()));
     }
     let mut repeat = Vec::new();
     for (file, r) in &rows {
@@ -450,7 +450,7 @@ pub fn plans_table(files: &[ResultsFile], step: u8) -> String {
         files
             .iter()
             .flat_map(|f| &f.records)
-            .filter(|r| r.sweep && r.step == step),
+            .filter(|r| r.is_fixed_sweep() && r.step == step),
     );
     let mut out = String::new();
     let _ = writeln!(
@@ -460,7 +460,11 @@ pub fn plans_table(files: &[ResultsFile], step: u8) -> String {
     let _ = writeln!(out, "|:---|:---|:---|---:|:---|");
     let mut rows = 0;
     for file in files {
-        let mut swept: Vec<&StepRecord> = file.records.iter().filter(|r| r.sweep && r.step == step).collect();
+        let mut swept: Vec<&StepRecord> = file
+            .records
+            .iter()
+            .filter(|r| r.is_fixed_sweep() && r.step == step)
+            .collect();
         let order = crate::run::sweep::axis_order(swept.iter().map(|r| r.shape));
         swept.sort_by_key(|r| order.iter().position(|s| *s == r.shape));
         for r in swept {

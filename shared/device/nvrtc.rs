@@ -56,6 +56,7 @@ pub enum Output {
 }
 
 /// The result of one compilation.
+#[derive(Clone)]
 pub struct Compiled {
     pub arch: Arch,
     /// PTX text, or cubin bytes.
@@ -122,7 +123,34 @@ pub fn compile(kernel: &impl KernelSource, arch: Arch, output: Output) -> Result
         "-lineinfo".to_string(),
     ];
     options.extend(define_options(kernel));
+    // A sweep opens a session per shape and loads the same files again: each text and set of options
+    // is compiled once per process (the headers are compiled in, so the text and options are the key).
+    type Key = (String, String, Vec<String>);
+    static COMPILED: std::sync::Mutex<Vec<(Key, Compiled)>> = std::sync::Mutex::new(Vec::new());
+    let key: Key = (kernel.path().to_string(), kernel.source().to_string(), options.clone());
+    if let Some((_, known)) = COMPILED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(k, _)| *k == key)
+    {
+        return Ok(known.clone());
+    }
+    let compiled = compile_uncached(kernel, arch, output, &target, &options)?;
+    COMPILED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((key, compiled.clone()));
+    Ok(compiled)
+}
 
+fn compile_uncached(
+    kernel: &impl KernelSource,
+    arch: Arch,
+    output: Output,
+    target: &str,
+    options: &[String],
+) -> Result<Compiled> {
     let fail = |what: &str, code: sys::nvrtcResult| Error::Other(format!("NVRTC {what}: {code:?}"));
     let source = CString::new(kernel.source()).map_err(|_| Error::Other("NUL in kernel source".into()))?;
     let name = CString::new(kernel.path()).map_err(|_| Error::Other("NUL in kernel path".into()))?;
@@ -165,7 +193,7 @@ pub fn compile(kernel: &impl KernelSource, arch: Arch, output: Output) -> Result
     } else {
         Err(Error::Compile {
             file: kernel.path().to_string(),
-            arch: target.clone(),
+            arch: target.to_string(),
             log,
         })
     };

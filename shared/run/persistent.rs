@@ -3,6 +3,8 @@
 //!   blocks share), the grid of as many clusters as fit on the GPU at once (asked of the driver once per
 //!   kernel), optionally trimmed to as few as take the same number of turns ([`balanced`]); the caller
 //!   makes the launch cooperative ([`Launch::co_resident`]) where its blocks wait for each other;
+//! - [`Decomposition`], how a shape's tiles are shared among the clusters (whole, or the last wave by
+//!   K tiles: stream-K), the schedule step 10 and its twins launch;
 //! - [`tensor_map`] and [`store_map_for_c`], one cache of the tensor maps every launch passes, keyed by
 //!   all that an encoded map depends on (operand, element, shape, box, swizzle).
 //!
@@ -128,8 +130,7 @@ pub fn clusters_fit(function: &CudaFunction) -> Option<(u32, u32)> {
 /// The same launch with as few clusters as finish the `tiles` in as many turns as all of them would:
 /// ⌈tiles / ⌈tiles / clusters⌉⌉. A persistent grid whose last turn is ragged (66 clusters, 256 tiles:
 /// 4 turns, the last with 58 busy) does the same work in the same number of turns with fewer clusters
-/// (64, every turn full), and the SMs left idle draw no power, which under the board's power limit is
-/// clock the others can use.
+/// (64, every turn full).
 pub fn balanced(launch: Launch, tiles: usize) -> Launch {
     let cluster_size = launch.cluster_size().max(1);
     let clusters = (launch.config.grid_dim.0 / cluster_size).max(1) as usize;
@@ -138,6 +139,145 @@ pub fn balanced(launch: Launch, tiles: usize) -> Launch {
     launch.config.grid_dim.0 = (tiles.max(1).div_ceil(turns) as u32) * cluster_size;
     launch
 }
+
+// ---------------------------------------------------------------------------------------------
+// The decomposition: whole tiles, and stream-K for a ragged last wave
+// ---------------------------------------------------------------------------------------------
+
+// ANCHOR: decomposition
+/// What one partial sum costs the cluster that finishes its tile, in K tiles of main loop: a
+/// 128×256 fp32 partial per block (128 KiB) written by one cluster and read back by the other,
+/// with the extra epilogue and the tile's operands loaded twice. A round figure fitted to
+/// development runs on an H100 (1024³ in runs of 4 K tiles, 3 partials a tile, ran 15 % slower
+/// than whole tiles; the last wave of 8192³, at most 2 partials a tile, 2 % faster).
+pub const FIXUP_K_TILES: u64 = 8;
+
+/// Whether, and how, a decomposition shares the tiles of a ragged last wave by K tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamK {
+    /// Never: every tile whole (the `data-parallel` alternative).
+    Off,
+    /// Where the model expects it to pay ([`Decomposition::choose`]): the step's own launch.
+    Modelled,
+    /// Always, over every cluster that fits: whole turns, then the last wave's K tiles dealt out in
+    /// equal runs to all the clusters (the `stream-k` alternative: the best hybrid on the whole GPU).
+    AllClusters,
+}
+
+/// How a shape's tiles are shared among the clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decomposition {
+    pub tiles: u32,
+    pub k_tiles: u32,
+    /// Clusters launched.
+    pub clusters: u32,
+    /// Tiles computed whole, one cluster each: the first `dp_tiles` of the order.
+    pub dp_tiles: u32,
+    /// Clusters sharing the K tiles of the remaining tiles (0: none).
+    pub sk_clusters: u32,
+}
+
+impl Decomposition {
+    /// The decomposition of `tiles` tiles of `k_tiles` K tiles each over at most `fit` clusters.
+    /// The tiles of the last, partial wave (all of them, if there are fewer tiles than
+    /// clusters) are shared out by K tiles, in equal runs over as many clusters as the model finds
+    /// cheapest (each run's K tiles plus a fixup per partial), when that costs less than a turn
+    /// of whole tiles; otherwise every tile is whole.
+    pub fn choose(tiles: u32, k_tiles: u32, fit: u32, stream_k: StreamK) -> Decomposition {
+        // Whole tiles on as few clusters as take the same number of turns as all `fit` would
+        // ([`balanced`]).
+        let data_parallel = Decomposition {
+            tiles,
+            k_tiles,
+            clusters: tiles.max(1).div_ceil(tiles.max(1).div_ceil(fit.max(1))),
+            dp_tiles: tiles,
+            sk_clusters: 0,
+        };
+        let sk_tiles = tiles % fit.max(1);
+        if stream_k == StreamK::Off || sk_tiles == 0 {
+            return data_parallel;
+        }
+        if stream_k == StreamK::AllClusters {
+            return Decomposition {
+                tiles,
+                k_tiles,
+                clusters: fit,
+                dp_tiles: tiles - sk_tiles,
+                sk_clusters: fit,
+            };
+        }
+        // The last wave costs one turn of whole tiles: k_tiles. Shared by c clusters it costs a
+        // run of ⌈sk_tiles · k_tiles / c⌉ K tiles, plus a fixup for each partial the finisher of
+        // a tile adds: a tile cut by runs of r K tiles has up to ⌈k_tiles / r⌉ of them.
+        let sk_k_tiles = sk_tiles as u64 * k_tiles as u64;
+        let cost = |c: u64| {
+            let run = sk_k_tiles.div_ceil(c);
+            run + FIXUP_K_TILES * (k_tiles as u64).div_ceil(run)
+        };
+        let best = (1..=fit as u64).min_by_key(|&c| (cost(c), c)).unwrap_or(1);
+        if cost(best) >= k_tiles as u64 {
+            return data_parallel;
+        }
+        Decomposition {
+            tiles,
+            k_tiles,
+            clusters: fit,
+            dp_tiles: tiles - sk_tiles,
+            sk_clusters: best as u32,
+        }
+    }
+
+    /// The longest list of K tiles a cluster works through: the model of the time.
+    pub fn k_tiles_per_cluster(&self) -> u64 {
+        let k = self.k_tiles as u64;
+        let dp_turns = (self.dp_tiles as u64).div_ceil(self.clusters as u64);
+        let sk = if self.sk_clusters == 0 {
+            0
+        } else {
+            ((self.tiles - self.dp_tiles) as u64 * k).div_ceil(self.sk_clusters as u64)
+        };
+        dp_turns * k + sk
+    }
+
+    /// What the model charges for it, in K tiles: the longest list, and where tiles are shared
+    /// a fixup for each run a tile is cut into (as `choose` weighs them).
+    pub fn modelled_k_tiles(&self) -> u64 {
+        let k = self.k_tiles as u64;
+        if self.sk_clusters == 0 {
+            return self.k_tiles_per_cluster();
+        }
+        let run = ((self.tiles - self.dp_tiles) as u64 * k).div_ceil(self.sk_clusters as u64);
+        self.k_tiles_per_cluster() + FIXUP_K_TILES * k.div_ceil(run)
+    }
+
+    /// One line for the console and the record.
+    pub fn describe(&self) -> String {
+        if self.sk_clusters == 0 {
+            let turns = self.tiles.div_ceil(self.clusters);
+            format!(
+                "data-parallel: {} tiles of {} K tiles over {} clusters ({turns} turn{}, {} K tiles a cluster)",
+                self.tiles,
+                self.k_tiles,
+                self.clusters,
+                if turns == 1 { "" } else { "s" },
+                self.k_tiles_per_cluster()
+            )
+        } else {
+            let sk_tiles = self.tiles - self.dp_tiles;
+            format!(
+                "stream-K: {} of {} tiles whole over {} clusters, then {} tiles × {} K tiles shared by {} clusters (≤ {} K tiles a cluster in all)",
+                self.dp_tiles,
+                self.tiles,
+                self.clusters,
+                sk_tiles,
+                self.k_tiles,
+                self.sk_clusters,
+                self.k_tiles_per_cluster()
+            )
+        }
+    }
+}
+// ANCHOR_END: decomposition
 
 // ---------------------------------------------------------------------------------------------
 // The tensor-map cache

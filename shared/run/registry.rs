@@ -350,6 +350,10 @@ pub struct Alternative {
     /// One line: what the design does instead of the step's.
     pub design: &'static str,
     pub kernel: KernelFile,
+    /// A plan the step's own launch could choose (step 10: a tile, or a decomposition, of the same
+    /// kernel), rather than another design: the record says how far the chosen plan was from the
+    /// fastest of these ([`crate::run::results::StepRecord::choice`]).
+    pub plan: bool,
 }
 
 /// A rung of the ladder.

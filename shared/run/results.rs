@@ -150,6 +150,11 @@ pub struct StepRecord {
     /// before the sweep read back unchanged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sweep: bool,
+    /// Made by a random sweep (`--sweep random[:N]`, [`crate::run::sweep::random_shapes`]): the seed its
+    /// shapes were drawn from. Such records sit beside the fixed sweep's (`{{#ladder-choice …}}` in the
+    /// book), and a random sweep recorded from another seed replaces them all. Written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_sweep: Option<u64>,
     pub seed: u64,
     /// When it ran, UTC, RFC 3339: `2025-11-21T04:26:00Z`.
     pub date: String,
@@ -208,11 +213,47 @@ pub struct StepRecord {
     /// kernel and timed in the same loop. Written only when there are some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<AlternativeRecord>,
+    /// For a step that chooses its plan (step 10: tile and decomposition), the fastest of the plans
+    /// timed in the same loop (its own and its alternatives marked `plan`), and how far the chosen
+    /// one was from it. Written only when there are such alternatives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<ChoiceRecord>,
     /// An sm80 twin's run: the GPU's `mma.sync` ceilings, timed in the twin's own loop
     /// ([`crate::run::ceiling`]); the book's "× ceiling" is [`StepRecord::ceiling_ratio`]. `None` for
     /// every other kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mma_sync_ceiling: Option<MmaSyncCeiling>,
+}
+
+/// How the plan a step chose compares with the fastest plan timed beside it ([`StepRecord::choice`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChoiceRecord {
+    /// The fastest plan's name: an alternative's, or `chosen` when the step's own launch was fastest.
+    pub fastest: String,
+    /// The chosen plan's median time over the fastest plan's (1 when the step's launch was fastest;
+    /// 1.03: three per cent behind).
+    pub time_over_fastest: f64,
+}
+
+impl ChoiceRecord {
+    /// The fastest of `plans` (name, median ms) against the step's own `chosen_ms`; `None` without plans.
+    pub fn of<'a>(chosen_ms: f64, plans: impl IntoIterator<Item = (&'a str, f64)>) -> Option<ChoiceRecord> {
+        let (name, fastest_ms) = plans
+            .into_iter()
+            .filter(|(_, ms)| ms.is_finite() && *ms > 0.0)
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        Some(if fastest_ms < chosen_ms {
+            ChoiceRecord {
+                fastest: name.to_string(),
+                time_over_fastest: chosen_ms / fastest_ms,
+            }
+        } else {
+            ChoiceRecord {
+                fastest: "chosen".to_string(),
+                time_over_fastest: 1.0,
+            }
+        })
+    }
 }
 
 /// What a step's run measured of one of its alternative designs.
@@ -350,11 +391,22 @@ impl StepRecord {
         self.static_smem_bytes.unwrap_or(0) + self.dynamic_smem_bytes
     }
 
-    /// What a new record replaces: the same step, twin, shape and sweep. A sweep record and a plain
-    /// run never overwrite each other, and a step's sm80 twin is recorded beside its Hopper kernel on
-    /// the same GPU, not over it.
-    fn key(&self) -> (u8, bool, Shape, bool) {
-        (self.step, self.is_sm80_twin(), self.shape, self.sweep)
+    /// What a new record replaces: the same step, twin, shape and sweep (a random sweep's apart from
+    /// the fixed one's). A sweep record and a plain run never overwrite each other, and a step's sm80
+    /// twin is recorded beside its Hopper kernel on the same GPU, not over it.
+    fn key(&self) -> (u8, bool, Shape, bool, bool) {
+        (
+            self.step,
+            self.is_sm80_twin(),
+            self.shape,
+            self.sweep,
+            self.random_sweep.is_some(),
+        )
+    }
+
+    /// Made by the fixed size sweep (`--sweep`), not by a random one (`--sweep random`).
+    pub fn is_fixed_sweep(&self) -> bool {
+        self.sweep && self.random_sweep.is_none()
     }
 
     /// The twin whose kernel ran, named by the kernel file the record carries (`…/sm80.cu`: the sm80
@@ -418,6 +470,15 @@ impl ResultsFile {
     /// different kernel is appended to [`ResultsFile::superseded`] (the sort is stable: a key's history
     /// stays oldest first).
     pub fn merge(&mut self, new: &[StepRecord]) {
+        // A random sweep drawn from another seed replaces the step's whole random sweep: its shapes
+        // are another draw, not newer measurements of the same ones.
+        for record in new.iter().filter(|r| r.random_sweep.is_some()) {
+            self.records.retain(|old| {
+                !(old.step == record.step
+                    && old.is_sm80_twin() == record.is_sm80_twin()
+                    && old.random_sweep.is_some_and(|seed| Some(seed) != record.random_sweep))
+            });
+        }
         for record in new {
             match self.records.iter_mut().find(|r| r.key() == record.key()) {
                 Some(old) => {
@@ -714,6 +775,7 @@ pub(crate) mod tests {
             kernel,
             shape,
             sweep: false,
+            random_sweep: None,
             seed: 42,
             date: "2025-11-21T04:26:00Z".into(),
             git: "abc1234".into(),
@@ -752,6 +814,7 @@ pub(crate) mod tests {
             mx: None,
             plan: None,
             alternatives: Vec::new(),
+            choice: None,
             mma_sync_ceiling: None,
         }
     }

@@ -11,7 +11,9 @@ use crate::device::gpu::Gpu;
 use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
 use crate::run::registry::{Baseline, Format, GemmOperands, KernelFile, LaunchFn, Step, Targets, Twin};
-use crate::run::results::{AlternativeRecord, MmaSyncCeiling, MxBaselines, StepRecord, Timing, TimingMethod};
+use crate::run::results::{
+    AlternativeRecord, ChoiceRecord, MmaSyncCeiling, MxBaselines, StepRecord, Timing, TimingMethod,
+};
 use crate::run::timing::Contender;
 use crate::run::workspace::Workspace;
 use crate::{run::steps, run::timing};
@@ -657,7 +659,7 @@ impl Session {
         // and even their defines (step 10's), so they are named by place, not found by content.
         let own = &self.kernels[&id];
         let designs = own.step.alternatives_beside(own.file, self.gpu.major, self.gpu.minor);
-        let alternative_records = self.alternatives[&id]
+        let alternative_records: Vec<AlternativeRecord> = self.alternatives[&id]
             .iter()
             .zip(designs)
             .zip(alternative_timings)
@@ -676,6 +678,12 @@ impl Session {
                 local_bytes: loaded.local_bytes,
             })
             .collect();
+        let designs = own.step.alternatives_beside(own.file, self.gpu.major, self.gpu.minor);
+        let plans = designs
+            .zip(&alternative_records)
+            .filter(|(design, _)| design.plan)
+            .map(|(_, r): (_, &AlternativeRecord)| (r.name.as_str(), r.time.median_ms));
+        let choice = ChoiceRecord::of(time.median_ms, plans);
         let kernel = &self.kernels[&id];
         // What the step's launch chose at this shape (step 10: the tile), and the grid of the
         // kernel that ran, which the driver's answer for the step's own compilation may not be.
@@ -694,6 +702,7 @@ impl Session {
             source_hash: Some(crate::run::provenance::source_hash(kernel.file)),
             shape: self.shape,
             sweep: false,
+            random_sweep: None,
             seed: self.seed(),
             date: crate::run::results::utc_now_rfc3339(),
             git: crate::revision(),
@@ -726,6 +735,7 @@ impl Session {
             mx,
             plan: plan.map(|p| p.text),
             alternatives: alternative_records,
+            choice,
             // An sm80 twin is read against the GPU's mma.sync ceiling, timed in its own loop.
             mma_sync_ceiling,
         };

@@ -18,6 +18,15 @@
 //! Clocks. While the timed launches run, a host thread reads the SM clock, the power draw and whether
 //! the driver is capping power through NVML ([`crate::device::nvml`]); the summary is recorded with the step.
 //!
+//! Order. Which slot of a round a contender holds is not neutral: the kernel after another starts in
+//! the tail of the one before, finds the clock it left, and may be followed by a fast or a slow
+//! neighbour. A fixed order (step, cuBLAS, alternatives) gave the step timed a second time as its own
+//! alternative a ratio of up to 1.013, and a pair of variants swapped their winner when they swapped
+//! slots (review v3, E-1 and U-1). So the order changes from round to round ([`round_order`]): a
+//! Williams design, a Latin square in which every contender holds every slot, and follows every other
+//! contender, equally often over [`rotation_period`] rounds; the timed rounds are a whole number of
+//! periods.
+//!
 //! L2. Every launch takes the next of several copies of the inputs (together at least three times
 //! the L2), so no launch finds its operands left in L2 by the one before.
 //!
@@ -76,21 +85,56 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan for rounds of `round_ms` (one launch of each contender), `iters` timed rounds if given.
-    pub fn for_round(round_ms: f64, iters: Option<u32>) -> Plan {
+    /// The plan for rounds of `round_ms` (one launch of each of `contenders`), `iters` timed rounds if
+    /// given. The timed rounds are rounded up to whole periods of the order's rotation
+    /// ([`rotation_period`]), so that no contender holds a slot more often than another.
+    pub fn for_round(round_ms: f64, iters: Option<u32>, contenders: usize) -> Plan {
         let round_ms = if round_ms.is_finite() { round_ms.max(1e-3) } else { 1e3 };
         // The probe round counts towards the warm-up.
         let warmup = ((WARMUP_SECONDS * 1e3 / round_ms).ceil() - 1.0).max(0.0);
         let runs = (TARGET_SECONDS * 1e3 / round_ms) as u32;
+        let runs = iters.unwrap_or(runs.clamp(MIN_RUNS, MAX_RUNS)).max(1);
         Plan {
             warmup_rounds: (warmup as u32).min(MAX_WARMUP_ROUNDS),
-            runs: iters.unwrap_or(runs.clamp(MIN_RUNS, MAX_RUNS)).max(1),
+            runs: runs.next_multiple_of(rotation_period(contenders)),
             chunk_rounds: ((CHUNK_MS / round_ms) as u32).clamp(1, MAX_CHUNK_ROUNDS),
         }
     }
 }
 
-/// Splits per-launch times taken in round order (contender 0, 1, …, 0, 1, …) into one series per
+/// Rounds after which [`round_order`] repeats: `k` for an even number of contenders, `2k` for an odd
+/// one (a Williams design needs the square and its mirror then), 1 for a single contender.
+pub fn rotation_period(k: usize) -> u32 {
+    match k {
+        0 | 1 => 1,
+        k if k % 2 == 0 => k as u32,
+        k => 2 * k as u32,
+    }
+}
+
+/// The order in which round `round` launches `k` contenders: slot `p` holds contender
+/// `round_order(round, k)[p]`. Row `round` of a Williams design: the first row is 0, 1, k−1, 2, k−2, …,
+/// each further row adds 1 (mod k), and for odd `k` the second `k` rows are the first `k` reversed.
+/// Over [`rotation_period`] rounds every contender holds every slot equally often, and every contender
+/// comes right after every other one equally often.
+pub fn round_order(round: u32, k: usize) -> Vec<usize> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let first: Vec<usize> = (0..k)
+        .map(|p| if p % 2 == 1 { p.div_ceil(2) } else { (k - p / 2) % k })
+        .collect();
+    let period = rotation_period(k) as usize;
+    let row = round as usize % period;
+    let mut order: Vec<usize> = first.iter().map(|&c| (c + row % k) % k).collect();
+    if row >= k {
+        order.reverse();
+    }
+    order
+}
+
+/// Splits per-launch times, listed round by round in contender order (contender 0, 1, …, 0, 1, …,
+/// whatever order the round launched them in), into one series per
 /// contender and summarises each. An error names the contender whose events gave unusable times.
 pub fn summarise_rounds(times_ms: &[f64], names: &[&str], shape: &Shape) -> Result<Vec<Timing>> {
     let k = names.len();
@@ -166,12 +210,14 @@ pub fn measure(gpu: &Gpu, shape: Shape, iters: Option<u32>, contenders: &mut [Co
     // Opened (once per process) before any launch: loading NVML must not leave the GPU idle later.
     let nvml = gpu.nvml();
     let mut next_set = 0usize;
-    let mut round = |contenders: &mut [Contender], events: Option<&[(CudaEvent, CudaEvent)]>| -> Result<()> {
-        for (j, c) in contenders.iter_mut().enumerate() {
+    // Round `r` launches the contenders in the order `round_order(r, k)`; the input sets rotate by
+    // launch, whatever the order, so that no launch finds its operands in L2.
+    let mut round = |r: u32, contenders: &mut [Contender], events: Option<&[(CudaEvent, CudaEvent)]>| -> Result<()> {
+        for j in round_order(r, k) {
             if let Some(events) = events {
                 record(gpu, &events[j].0)?;
             }
-            (c.launch)(next_set)?;
+            (contenders[j].launch)(next_set)?;
             next_set += 1;
             if let Some(events) = events {
                 record(gpu, &events[j].1)?;
@@ -184,7 +230,7 @@ pub fn measure(gpu: &Gpu, shape: Shape, iters: Option<u32>, contenders: &mut [Co
     let probe: Vec<(CudaEvent, CudaEvent)> = (0..k)
         .map(|_| Ok((gpu.event()?, gpu.event()?)))
         .collect::<Result<_>>()?;
-    round(contenders, Some(&probe))?;
+    round(0, contenders, Some(&probe))?;
     let mut round_ms = 0.0;
     for (j, (start, end)) in probe.iter().enumerate() {
         gpu::wait_for(end, names[j], hang_deadline())?;
@@ -193,7 +239,7 @@ pub fn measure(gpu: &Gpu, shape: Shape, iters: Option<u32>, contenders: &mut [Co
     gpu.ctx
         .check_err()
         .map_err(Error::cuda(format!("running {}", names.join(" and "))))?;
-    let plan = Plan::for_round(round_ms, iters);
+    let plan = Plan::for_round(round_ms, iters, k);
 
     // Every event made now, so that nothing slows the host between warm-up and timed launches.
     let events: Vec<Vec<(CudaEvent, CudaEvent)>> = (0..plan.runs)
@@ -208,7 +254,7 @@ pub fn measure(gpu: &Gpu, shape: Shape, iters: Option<u32>, contenders: &mut [Co
     let (warm_start, warm_end) = (gpu.event()?, gpu.event()?);
     record(gpu, &warm_start)?;
     for r in 0..plan.warmup_rounds {
-        round(contenders, None)?;
+        round(r + 1, contenders, None)?;
         if (r + 1).is_multiple_of(plan.chunk_rounds) {
             pipeline.mark()?;
         }
@@ -217,7 +263,7 @@ pub fn measure(gpu: &Gpu, shape: Shape, iters: Option<u32>, contenders: &mut [Co
 
     let sampler = nvml.map(Sampler::start);
     for (r, round_events) in events.iter().enumerate() {
-        round(contenders, Some(round_events))?;
+        round(r as u32, contenders, Some(round_events))?;
         if (r as u32 + 1).is_multiple_of(plan.chunk_rounds) {
             pipeline.mark()?;
         }
@@ -244,23 +290,70 @@ mod tests {
     #[test]
     fn plans_warm_up_for_the_settling_time_and_time_about_a_second() {
         // cuBLAS + a step at 4096³ on an H200: ~0.34 ms a round.
-        let p = Plan::for_round(0.34, None);
+        let p = Plan::for_round(0.34, None, 2);
         assert_eq!(p.warmup_rounds, 2205);
         assert_eq!(p.runs, MAX_RUNS);
         assert_eq!(p.chunk_rounds, 64);
         // The naive step at 8192³: one round is longer than the warm-up; only the probe warms.
-        let p = Plan::for_round(2200.0, None);
+        let p = Plan::for_round(2200.0, None, 1);
         assert_eq!((p.warmup_rounds, p.runs, p.chunk_rounds), (0, MIN_RUNS, 1));
         // A middling round: warm-up and runs by time, chunks of ~50 ms.
-        let p = Plan::for_round(10.0, None);
+        let p = Plan::for_round(10.0, None, 2);
         assert_eq!((p.warmup_rounds, p.runs, p.chunk_rounds), (74, 100, 5));
         // --iters sets the timed rounds only; the warm-up stays.
-        let p = Plan::for_round(0.34, Some(7));
-        assert_eq!((p.warmup_rounds, p.runs), (2205, 7));
+        let p = Plan::for_round(0.34, Some(8), 2);
+        assert_eq!((p.warmup_rounds, p.runs), (2205, 8));
         // A launch-bound shape: the warm-up is capped; nonsense times do not break the plan.
-        assert_eq!(Plan::for_round(0.001, None).warmup_rounds, MAX_WARMUP_ROUNDS);
-        assert_eq!(Plan::for_round(f64::NAN, None).runs, MIN_RUNS);
-        assert_eq!(Plan::for_round(0.0, Some(0)).runs, 1);
+        assert_eq!(Plan::for_round(0.001, None, 2).warmup_rounds, MAX_WARMUP_ROUNDS);
+        assert_eq!(Plan::for_round(f64::NAN, None, 1).runs, MIN_RUNS);
+        assert_eq!(Plan::for_round(0.0, Some(0), 1).runs, 1);
+    }
+
+    /// The timed rounds are whole periods of the rotation: 7 asked of 2 contenders is 8 rounds, the
+    /// 200 of a full second of 9 contenders (odd: a period of 18) is 216.
+    #[test]
+    fn plans_time_whole_periods_of_the_rotation() {
+        assert_eq!(Plan::for_round(0.34, Some(7), 2).runs, 8);
+        assert_eq!(Plan::for_round(0.34, None, 9).runs, 216);
+        assert_eq!(Plan::for_round(0.34, Some(1), 3).runs, 6);
+        assert_eq!(Plan::for_round(0.34, Some(5), 10).runs, 10);
+    }
+
+    /// Over one period every contender holds every slot equally often, and follows every other
+    /// contender (within a round) equally often: no slot and no neighbour is anyone's favourite.
+    #[test]
+    fn the_round_order_favours_no_slot_and_no_neighbour() {
+        for k in 1..=12 {
+            let period = rotation_period(k);
+            let mut in_slot = vec![vec![0u32; k]; k];
+            let mut after = vec![vec![0u32; k]; k];
+            for r in 0..period {
+                let order = round_order(r, k);
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..k).collect::<Vec<_>>(), "round {r} of {k}: {order:?}");
+                for (slot, &c) in order.iter().enumerate() {
+                    in_slot[c][slot] += 1;
+                }
+                for pair in order.windows(2) {
+                    after[pair[1]][pair[0]] += 1;
+                }
+                // The order repeats after a period.
+                assert_eq!(round_order(r + period, k), order);
+            }
+            let per_slot = period / k as u32;
+            assert!(in_slot.iter().flatten().all(|&n| n == per_slot), "{k}: {in_slot:?}");
+            if k > 1 {
+                let per_pair = period * (k as u32 - 1) / (k * (k - 1)) as u32;
+                for (c, row) in after.iter().enumerate() {
+                    for (d, &n) in row.iter().enumerate() {
+                        assert_eq!(n, if c == d { 0 } else { per_pair }, "{k}: {c} after {d}");
+                    }
+                }
+            }
+        }
+        // Two contenders take turns first; the step is not always first.
+        assert_eq!((round_order(0, 2), round_order(1, 2)), (vec![0, 1], vec![1, 0]));
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub const EXERCISES: &[Exercise] = &[
                 ),
             },
         ],
-        answer: Some("Inside a group the index runs down the rows first: tile_m = first_m + within % rows, tile_n = within / rows. Swapped, the clusters computed the transposed set of tiles: on a square grid of tiles that is every tile all the same (in another order), but at 257 × 255 (2 × 1 tiles) the second cluster computed tile (0, 1), past N, and rows 256.. of C were never written."),
+        answer: Some("Inside a group the index runs down the rows first: tile_m = first_m + within % rows, tile_n = within / rows. Swapped, the clusters computed the transposed set of tiles: on a square grid of tiles that is every tile all the same (in another order), but at 257 × 255 (3 × 1 tiles of 128 × 256) the second and third clusters computed tiles (0, 1) and (0, 2), past N, and rows 128.. of C were never written."),
         hints: &[
             "Compare the shapes that fail with those that pass. At a square shape, how many tiles are there down M and along N?",
             "TileOrder::locate turns a tile number into (tile row, tile column). Inside a group the numbers run down the rows first: which of the two changes fastest?",

@@ -19,8 +19,8 @@
 // A tile into both). The staging buffers of C now carry over from tile to tile, so every
 // chunk, the first of a tile too, waits until its buffer's previous store has read it.
 //
-// Too few tiles to fill the GPU (1024³ has 16 cluster tiles for 66 clusters), or a last wave that
-// leaves clusters idle, is the other half of the lesson: stream-K. The tiles that would run in a
+// Too few tiles to fill the GPU (128 × 8192 × 8192 has 32 tiles of 128 × 256 for 132 blocks), or a
+// last wave that leaves clusters idle, is the other half of the lesson: stream-K. The tiles that would run in a
 // ragged last wave are not handed out whole; their K tiles, all of them, are dealt out in equal
 // shares, one contiguous run of K tiles per cluster (`Schedule` below). A tile whose K tiles are
 // split between clusters is finished by the cluster that computed its first K tiles: the others

@@ -232,18 +232,21 @@ pub(super) const OVERLAPPED: Alternative = Alternative {
     name: "overlapped",
     design: "no pre-pass: the producer warpgroup's three idle warps convert B into the bf16 copy while the GEMM runs, unit by unit, and the TMA thread waits for each unit's flag",
     kernel: overlapped::KERNEL,
+    plan: false,
 };
 
 pub(super) const FUSED: Alternative = Alternative {
     name: "fused",
     design: "no pre-pass: a 256×128 tile, A converted into registers, B into a ring of bf16 tiles in shared memory by the consumers",
     kernel: fused::KERNEL,
+    plan: false,
 };
 
 pub(super) const SMEM_B: Alternative = Alternative {
     name: "smem_b",
     design: "the previous design: a 128×256 tile, B's 256 rows converted into one bf16 tile in shared memory, both consumers meeting at a barrier every K tile",
     kernel: smem_b::KERNEL,
+    plan: false,
 };
 
 /// Design (a), the alternative the chapter measures (`sm90_promote.cu`): the e4m3 tiles go to the fp8
@@ -328,4 +331,5 @@ pub(super) const PROMOTE: Alternative = Alternative {
     design:
         "design (a): one fp8 wgmma per 32-element scale block, promoted into fp32 with both scales on the CUDA cores",
     kernel: promote::KERNEL,
+    plan: false,
 };
