@@ -652,7 +652,7 @@ mod hopper {
         #[test]
         fn the_workspace_holds_a_stream_k_launch_of_every_block() {
             use crate::check::problem::Shape;
-            use crate::run::persistent::WorkspaceView;
+            use crate::run::workspace::WorkspaceView;
             let shape = Shape::square(8192);
             let need = workspace(shape, 132);
             let (scratch_at, _) = need.layout();
