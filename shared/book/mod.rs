@@ -56,7 +56,8 @@
 //! 6. [`figure`]: the TFLOPS ladder figure.
 //! 7. [`figure_banks`]: the bank picture of the 128-byte-swizzle chapter.
 //! 8. [`figure_sweep`]: the size-sweep figure and its comparisons.
-//! 9. [`evidence`]: the evidence directives: counters, timelines, the L2 roofline, quoted numbers.
+//! 9. [`figure_choice`]: the random sweep's figure: the chosen plan against the fastest, per shape.
+//! 10. [`evidence`]: the evidence directives: counters, timelines, the L2 roofline, quoted numbers.
 
 mod cells;
 pub mod evidence;
