@@ -2,13 +2,13 @@
 
 use crate::check::problem::{fresh_seed, Shape};
 use crate::device::arch::Arch;
-use crate::device::gpu::Gpu;
+use crate::device::gpu::{self, Gpu};
 use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
 use crate::run::registry::{self, KernelFile, Step, Twin};
 use crate::run::results::StepRecord;
 use crate::run::session::{RunOptions, Session};
-use crate::{book, device::libs, run::report, run::results, run::steps};
+use crate::{book, run::report, run::results, run::steps};
 use clap::{Parser, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -336,7 +336,7 @@ fn record(args: &CommonArgs, gpu: &Gpu, records: &[StepRecord]) -> Result<()> {
 
 fn open_for_running() -> Result<Gpu> {
     let gpu = Gpu::open()?;
-    libs::require_nvrtc()?;
+    println!("{}", gpu::cuda_stack_line()?);
     println!(
         "{} (compute capability {}, {} SMs, {} MiB L2), driver {}, NVRTC {}",
         gpu.info.name,
@@ -472,9 +472,9 @@ pub fn ladder_main() -> Result<()> {
         Err(e @ (Error::NoDriver | Error::NoDevice(_))) => return without_gpu(&args, book_dir, &e),
         Err(e) => return Err(e),
     };
+    println!("{}", gpu::cuda_stack_line()?);
     // Only here: without a GPU the ladder just builds the book, which a dirty tree may.
     args.common.refuse_dirty_recording(crate::GIT_REVISION)?;
-    libs::require_nvrtc()?;
     run_ladder(&args, gpu)?;
     if args.no_book {
         return Ok(());
