@@ -4,8 +4,8 @@
 //! never through cudarc's loader (which takes the first name it finds and keeps it for the process).
 //! The driver says which CUDA it supports (`cuDriverGetVersion`): the newest major it supports is
 //! preferred (a 12.x driver gets the 12 libraries, a 13.x one the 13 libraries); with no driver
-//! (`--emit`), the newest installed. `GEMM_LADDER_CUDA_MAJOR=12` (or 13) restricts the search to one
-//! major. Each major is looked for by soname through the system loader (LD_LIBRARY_PATH, ld.so.cache),
+//! (`--emit`), the newest installed. `GEMM_LADDER_CUDA_MAJOR=12` (or 13) restricts NVRTC and ptxas to
+//! that major, and makes cuBLAS try it first ([`majors_to_try`]). Each major is looked for by soname through the system loader (LD_LIBRARY_PATH, ld.so.cache),
 //! then in a CUDA toolkit (CUDA_HOME, CUDA_PATH) and in the `nvidia-*` pip wheels: of an active venv,
 //! of a `.venv` here or in the crate's root, and of the python3 on PATH.
 //!
@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The environment variable that restricts the search to one CUDA major version (12 or 13).
+/// The environment variable that restricts NVRTC and ptxas to one CUDA major version (12 or 13), and
+/// makes cuBLAS try that major first.
 pub const MAJOR_ENV: &str = "GEMM_LADDER_CUDA_MAJOR";
 
 /// The CUDA major versions the ladder runs with, newest first.
@@ -92,24 +93,31 @@ impl Library {
     }
 }
 
-/// The major versions to look for, in order: the forced one alone; else the newest the driver supports
-/// first, then the others, newest first (found only to say what to install instead); without a driver,
-/// the newest first.
-pub fn majors_to_try(driver: Option<Version>, forced: Option<u32>) -> Vec<u32> {
-    if let Some(major) = forced {
-        return vec![major];
-    }
+/// The major versions to look for, in order: the newest the driver supports first, then the others,
+/// newest first (found only to say what to install instead); without a driver, the newest first. A
+/// forced major ([`MAJOR_ENV`]) is the only one for NVRTC and ptxas, which compile the kernels; cuBLAS,
+/// the yardstick, tries it first and then the others, so that NVRTC 12 can be tried on a machine with
+/// cuBLAS 13 alone (the first line of the run names both).
+pub fn majors_to_try(library: Library, driver: Option<Version>, forced: Option<u32>) -> Vec<u32> {
     let mut majors = MAJORS.to_vec();
     if let Some(driver) = driver {
         majors.sort_by_key(|&m| (m > driver.major, std::cmp::Reverse(m)));
     }
-    majors
+    match (forced, library) {
+        (None, _) => majors,
+        (Some(major), Library::Cublas) => {
+            majors.retain(|&m| m != major);
+            majors.insert(0, major);
+            majors
+        }
+        (Some(major), _) => vec![major],
+    }
 }
 
 /// The major a user should install when none is found: the forced one, else the newest the driver
 /// supports, else the newest.
 pub fn major_to_install(driver: Option<Version>, forced: Option<u32>) -> u32 {
-    forced.unwrap_or_else(|| majors_to_try(driver, None)[0])
+    forced.unwrap_or_else(|| majors_to_try(Library::Nvrtc, driver, None)[0])
 }
 
 /// What is wrong with running `library` of `version` on a driver that supports CUDA `driver`, as one
@@ -301,7 +309,7 @@ pub fn load<T>(
 ) -> std::result::Result<Loaded<T>, LoadFailure> {
     let forced = forced_major().map_err(|e| LoadFailure::Usage(e.to_string()))?;
     let driver = driver_cuda();
-    for major in majors_to_try(driver, forced) {
+    for major in majors_to_try(library, driver, forced) {
         let Some(files) = stems.iter().map(|stem| open(stem, major)).collect::<Option<Vec<_>>>() else {
             continue;
         };
@@ -394,7 +402,17 @@ fn library_dirs(major: u32) -> Vec<PathBuf> {
             dirs.push(root.join(sub).join("lib"));
         }
     }
-    dirs.push(PathBuf::from(format!("/usr/local/cuda-{major}/lib64")));
+    // Toolkits side by side: /usr/local/cuda-12.9, /usr/local/cuda-13.0, then the default one.
+    if let Ok(entries) = std::fs::read_dir("/usr/local") {
+        let prefix = format!("cuda-{major}");
+        let mut toolkits: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path().join("lib64"))
+            .collect();
+        toolkits.sort_by(|a, b| b.cmp(a));
+        dirs.extend(toolkits);
+    }
     dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
     dirs
 }
@@ -412,7 +430,7 @@ pub fn tool_dirs() -> Vec<PathBuf> {
     }
     let majors = match forced_major() {
         Ok(Some(major)) => vec![major],
-        _ => majors_to_try(driver_cuda(), None),
+        _ => majors_to_try(Library::Ptxas, driver_cuda(), None),
     };
     for root in python_nvidia_roots() {
         for &major in &majors {
@@ -523,15 +541,20 @@ mod tests {
 
     #[test]
     fn the_newest_major_the_driver_supports_comes_first() {
-        assert_eq!(majors_to_try(Some(V12_4), None), vec![12, 13]);
-        assert_eq!(majors_to_try(Some(Version::new(12, 9)), None), vec![12, 13]);
-        assert_eq!(majors_to_try(Some(V13_0), None), vec![13, 12]);
-        assert_eq!(majors_to_try(Some(Version::new(13, 2)), None), vec![13, 12]);
+        let nvrtc = |driver, forced| majors_to_try(Library::Nvrtc, driver, forced);
+        assert_eq!(nvrtc(Some(V12_4), None), vec![12, 13]);
+        assert_eq!(nvrtc(Some(Version::new(12, 9)), None), vec![12, 13]);
+        assert_eq!(nvrtc(Some(V13_0), None), vec![13, 12]);
+        assert_eq!(nvrtc(Some(Version::new(13, 2)), None), vec![13, 12]);
         // No driver (`--emit`, CI): the newest installed.
-        assert_eq!(majors_to_try(None, None), vec![13, 12]);
+        assert_eq!(nvrtc(None, None), vec![13, 12]);
         // The override looks for its major alone, whatever the driver.
-        assert_eq!(majors_to_try(Some(V13_0), Some(12)), vec![12]);
-        assert_eq!(majors_to_try(None, Some(13)), vec![13]);
+        assert_eq!(nvrtc(Some(V13_0), Some(12)), vec![12]);
+        assert_eq!(majors_to_try(Library::Ptxas, None, Some(12)), vec![12]);
+        // cuBLAS tries it first, then what the driver runs (NVRTC 12 beside the cuBLAS 13 there is).
+        assert_eq!(majors_to_try(Library::Cublas, Some(V13_0), Some(12)), vec![12, 13]);
+        assert_eq!(majors_to_try(Library::Cublas, Some(V12_4), None), vec![12, 13]);
+        assert_eq!(nvrtc(None, Some(13)), vec![13]);
     }
 
     #[test]
