@@ -797,7 +797,9 @@ mod tests {
         assert_eq!(top_step(8, 0).map(|s| s.id), ampere_top);
         assert_eq!(top_step(12, 0).map(|s| s.id), ampere_top);
         assert!(ampere_top >= Some(7));
-        assert!(top_step(7, 5).is_none());
+        // The T4 runs the CUDA-core steps 01–03; older GPUs nothing.
+        assert_eq!(top_step(7, 5).map(|s| s.id), Some(3));
+        assert!(top_step(7, 0).is_none());
     }
 
     /// Each `stepNN` binary runs step NN: a `--sweep` of step 10 must not sweep step 09.
