@@ -9,7 +9,7 @@
 //! then in a CUDA toolkit (CUDA_HOME, CUDA_PATH) and in the `nvidia-*` pip wheels: of an active venv,
 //! of a `.venv` here or in the crate's root, and of the python3 on PATH.
 //!
-//! Every function we call is resolved when the library is loaded ([`symbol_table!`]), so a library
+//! Every function we call is resolved when the library is loaded (`symbol_table!`), so a library
 //! that lacks one is one clear line, never a panic in the middle of a run.
 
 use crate::error::{Error, Result};

@@ -399,10 +399,11 @@ Status: pass, fail, compiled (compiles and assembles; not verified: no GPU), not
 yet, or not checked yet). Twin: the kernel of steps 04–11 an exercise edits (hopper: sm90.cu,
 sm80: sm80.cu; `--twin sm80` lists only those and steps 01–03's). Runs on: sm_75+ any NVIDIA GPU
 of compute capability 7.5 or newer (T4 and every sm_80+ GPU); sm_80+ 8.0 or newer (A100, L4, RTX
-30/40/50, H100, H200); sm_90a a Hopper GPU (H100, H200); ✗ marks one that does not run on the GPU here. Complete means passed: verified on a GPU,
-except where {WITHOUT_GPU} marks it: the answer is ptxas's register count, and the unchanged starter is
-a correct variant the tests verify on a GPU, so `check` passes it without one. Without a
-GPU every other exercise compiles and assembles, and stops there.
+30/40/50, H100, H200); sm_90a a Hopper GPU (H100, H200); ✗ marks one that does not run on the GPU
+here. Complete means passed: verified on a GPU, except where {WITHOUT_GPU} marks it: the answer is
+ptxas's register count, and the unchanged starter is a correct variant the tests verify on a GPU, so
+`check` passes it without one. Without a GPU every other exercise compiles and assembles, and stops
+there.
 `cargo run --release --bin exercise -- start NN.K` writes the file; edit it, then `check NN.K`."
     );
     Ok(())
