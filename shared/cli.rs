@@ -2,13 +2,13 @@
 
 use crate::check::problem::{fresh_seed, Shape};
 use crate::device::arch::Arch;
-use crate::device::gpu::Gpu;
+use crate::device::gpu::{self, Gpu};
 use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
 use crate::run::registry::{KernelFile, Step, Twin};
 use crate::run::results::StepRecord;
 use crate::run::session::{RunOptions, Session};
-use crate::{book, device::libs, run::report, run::results, run::steps};
+use crate::{book, run::report, run::results, run::steps};
 use clap::{Parser, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -371,10 +371,10 @@ fn unrun_kernels_warning(major: u32, minor: u32, twin: Option<Twin>) -> Option<S
 
 fn open_for_running(twin: Option<Twin>) -> Result<Gpu> {
     let gpu = Gpu::open()?;
+    println!("{}", gpu::cuda_stack_line()?);
     if let Some(warning) = unrun_kernels_warning(gpu.major, gpu.minor, twin) {
         println!("{warning}");
     }
-    libs::require_nvrtc()?;
     println!(
         "{} (compute capability {}, {} SMs, {} MiB L2), driver {}, NVRTC {}",
         gpu.info.name,
@@ -530,12 +530,12 @@ pub fn ladder_main() -> Result<()> {
         Err(e @ (Error::NoDriver | Error::NoDevice(_))) => return without_gpu(&args, book_dir, &e),
         Err(e) => return Err(e),
     };
+    println!("{}", gpu::cuda_stack_line()?);
     if let Some(warning) = unrun_kernels_warning(gpu.major, gpu.minor, args.common.twin) {
         println!("{warning}");
     }
     // Only here: without a GPU the ladder just builds the book, which a dirty tree may.
     args.common.refuse_dirty_recording(&crate::revision())?;
-    libs::require_nvrtc()?;
     run_ladder(&args, gpu)?;
     if args.no_book {
         return Ok(());
@@ -875,7 +875,9 @@ mod tests {
         // On Hopper, the sm80 twin's top step is the Ampere GPU's.
         assert_eq!(top_step(9, 0, Some(Twin::Sm80)).map(|s| s.id), ampere_top);
         assert!(ampere_top >= Some(7));
-        assert!(top_step(7, 5, None).is_none());
+        // The T4 runs the CUDA-core steps 01–03; older GPUs nothing.
+        assert_eq!(top_step(7, 5, None).map(|s| s.id), Some(3));
+        assert!(top_step(7, 0, None).is_none());
     }
 
     /// Each `stepNN` binary runs step NN: a `--sweep` of step 10 must not sweep step 09.

@@ -3,19 +3,22 @@
 
 use std::process::ExitCode;
 
-/// Where NVRTC comes from, as every message and the README say it. The pip wheels are found through
-/// the `python3` (or `python`) on PATH (`device::libs`); a library elsewhere, through LD_LIBRARY_PATH.
-pub const NVRTC_INSTALL: &str = "install a CUDA toolkit (12.8 or newer), or `pip install \"nvidia-cuda-nvrtc==13.*\"` \
-     for the python3 on PATH (found there by itself; a library elsewhere: put its folder on LD_LIBRARY_PATH)";
+/// Where NVRTC comes from, as every message and the README say it. The pip wheels are found in an
+/// active venv, a `.venv` here, or through the `python3` on PATH (`device::libs`); a library elsewhere,
+/// through LD_LIBRARY_PATH. CUDA 13 needs a driver ≥ 580; a CUDA 12 driver takes the `-cu12` wheels.
+pub const NVRTC_INSTALL: &str = "`pip install \"nvidia-cuda-nvrtc==13.*\"` (driver ≥ 580) or \
+     `pip install \"nvidia-cuda-nvrtc-cu12>=12.8\"` (a CUDA 12 driver) into the active venv, or install a CUDA \
+     toolkit 12.8 or newer (a library elsewhere: put its folder on LD_LIBRARY_PATH)";
 
-/// Where cuBLAS comes from (see [`NVRTC_INSTALL`]).
-pub const CUBLAS_INSTALL: &str = "install a CUDA toolkit, or `pip install \"nvidia-cublas==13.*\"` for the python3 on \
-     PATH (found there by itself; a library elsewhere: put its folder on LD_LIBRARY_PATH)";
+/// Where cuBLAS comes from (see [`NVRTC_INSTALL`]); needed only to run kernels on a GPU.
+pub const CUBLAS_INSTALL: &str = "`pip install \"nvidia-cublas==13.*\"` (driver ≥ 580) or \
+     `pip install nvidia-cublas-cu12` (a CUDA 12 driver) into the active venv, or install a CUDA toolkit \
+     (a library elsewhere: put its folder on LD_LIBRARY_PATH)";
 
 /// Where ptxas comes from (the tests assemble every kernel with it; `exercise check` reads its
 /// register count): the nvcc wheel brings it, found by itself.
-pub const PTXAS_INSTALL: &str =
-    "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvcc==13.*\"` for the python3 on PATH (it brings ptxas)";
+pub const PTXAS_INSTALL: &str = "install a CUDA toolkit, or `pip install \"nvidia-cuda-nvcc==13.*\"` (or \
+     \"nvidia-cuda-nvcc-cu12>=12.8\" with NVRTC 12) into the active venv (it brings ptxas)";
 
 /// Where a disassembler for `--emit sass` comes from: the nvcc wheel has none since CUDA 13; the
 /// nvdisasm wheel brings `nvdisasm`, found by itself.

@@ -7,6 +7,7 @@ use common::Ran;
 
 use gemm_ladder::check::problem::Shape;
 use gemm_ladder::check::verify::{self, Bounds, Reference};
+use gemm_ladder::run::registry::KernelFile;
 use gemm_ladder::run::session::{self, RunOptions, Session};
 use gemm_ladder::run::steps;
 use std::sync::Mutex;
@@ -238,7 +239,58 @@ fn the_step_timed_twice_in_one_loop_reads_one() -> Ran {
     Ok(())
 }
 
+/// Steps 01–03 built with common.cuh's software bf16 rounding (the T4's path, forced here with
+/// GEMM_LADDER_SOFT_BF16) write bit for bit what the build with the `cvt` writes, on the same inputs.
+fn the_software_bf16_rounding_writes_what_the_cvt_writes() -> Ran {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let mut gpu = common::gpu()?;
+    let shapes = [
+        Shape::square(512),
+        Shape::square(1024),
+        Shape::new(1, 1, 8),
+        Shape::new(97, 131, 72),
+        Shape::new(1000, 1030, 136),
+        Shape::new(4099, 129, 520),
+    ];
+    for (i, &shape) in shapes.iter().enumerate() {
+        let mut session = Session::new(gpu, shape, 3000 + i as u64).unwrap_or_else(|e| panic!("{e}"));
+        for step in steps::ALL.iter().filter(|s| s.id <= 3) {
+            let file = &step.kernels[0];
+            let soft = common::with_soft_bf16(file);
+            let mut output = |file: &KernelFile, what: &str| {
+                let (function, _) = session::load_file(&session.gpu, file).unwrap_or_else(|e| panic!("{e}"));
+                session
+                    .run_function(&function, file.launch, what)
+                    .unwrap_or_else(|e| panic!("{what} {shape}: {e}"))
+            };
+            let by_cvt = output(file, "the cvt build");
+            let by_hand = output(&soft, "the software-rounding build");
+            let differ: Vec<usize> = (0..by_cvt.len())
+                .filter(|&i| by_cvt[i].to_bits() != by_hand[i].to_bits())
+                .collect();
+            assert!(
+                differ.is_empty(),
+                "{} {shape}: {} of {} elements differ, the first at {}: cvt {:#06x}, by hand {:#06x}",
+                step.binary(),
+                differ.len(),
+                by_cvt.len(),
+                differ[0],
+                by_cvt[differ[0]].to_bits(),
+                by_hand[differ[0]].to_bits()
+            );
+            println!(
+                "{} {shape}: {} elements bit-identical with the software rounding",
+                step.binary(),
+                by_cvt.len()
+            );
+        }
+        gpu = session.into_gpu();
+    }
+    Ok(())
+}
+
 common::harness::tests!(
+    the_software_bf16_rounding_writes_what_the_cvt_writes,
     every_step_is_verified_at_square_and_ragged_shapes,
     the_checker_rejects_kernels_with_planted_bugs,
     shapes_outside_the_contract_are_refused_before_any_launch,

@@ -29,6 +29,26 @@ const MAY_SPILL: &[(&str, u32, &str)] = &[
     ),
 ];
 
+/// Kernels allowed to spill only when built by CUDA 12's NVRTC and ptxas (12.9), which allocate
+/// registers a little differently from 13's: each with the most bytes and why that is acceptable.
+const MAY_SPILL_WITH_CUDA_12: &[(&str, u32, &str)] = &[(
+    "steps/step11_mxfp8/sm90_promote.cu",
+    8,
+    "step 11's per-k32 promotion alternative, measured as built: ptxas 12.9 spills one 8-byte value its \
+     13 keeps in registers; the step's own kernel does not spill",
+)];
+
+/// The spill allowance of `path` with the NVRTC loaded: [`MAY_SPILL`], and with CUDA 12 also
+/// [`MAY_SPILL_WITH_CUDA_12`].
+fn spill_allowance(path: &str) -> Option<u32> {
+    let cuda_12 = nvrtc::api().is_ok_and(|nvrtc| nvrtc.version.major == 12);
+    MAY_SPILL
+        .iter()
+        .chain(MAY_SPILL_WITH_CUDA_12.iter().filter(|_| cuda_12))
+        .find(|(p, _, _)| *p == path)
+        .map(|(_, bytes, _)| *bytes)
+}
+
 /// Compiles `file` for `arch` with NVRTC and checks the PTX and cubin; assembles the PTX with ptxas
 /// and checks its report. Returns whether ptxas was there to assemble it.
 fn compile_and_assemble(file: &KernelFile, arch: Arch) -> bool {
@@ -56,11 +76,11 @@ fn compile_and_assemble(file: &KernelFile, arch: Arch) -> bool {
         Some(report) => {
             // A planted kernel (`path+bug`) is never timed: only that it assembles matters.
             let planted = file.path.contains('+');
-            match MAY_SPILL.iter().find(|(path, _, _)| *path == file.path) {
+            match spill_allowance(file.path) {
                 _ if planted => {}
                 // At most the known amount: more is a regression.
-                Some((_, bytes, _)) => assert!(
-                    report.spill_bytes <= *bytes,
+                Some(bytes) => assert!(
+                    report.spill_bytes <= bytes,
                     "{} ({:?}) on {arch}: spills {} bytes, more than {bytes}",
                     file.path,
                     file.defines,
@@ -89,6 +109,14 @@ fn compile_and_assemble(file: &KernelFile, arch: Arch) -> bool {
 
 fn every_kernel_compiles_and_assembles_for_every_architecture_it_claims() -> Ran {
     common::nvrtc()?;
+    // Which CUDA did this (CI runs the file once with each major alone).
+    let nvrtc = nvrtc::api().unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "NVRTC {} ({}); ptxas: {}",
+        nvrtc.version_text,
+        nvrtc.path.display(),
+        common::ptxas_version().unwrap_or_else(|| "not found".into())
+    );
     let mut compiled = 0;
     let mut assembled = true;
     for step in steps::ALL {
@@ -101,6 +129,37 @@ fn every_kernel_compiles_and_assembles_for_every_architecture_it_claims() -> Ran
     }
     assert!(compiled >= steps::ALL.len());
     common::assembled(assembled)
+}
+
+/// Steps 01–03 round to bf16 with the `cvt` from sm_80 on, and by hand for the T4 (sm_75) or when
+/// GEMM_LADDER_SOFT_BF16 forces it (tests/gpu.rs compares the two on a GPU; tests/soft_bf16.rs the
+/// rounding itself on the CPU).
+fn steps_01_to_03_round_by_hand_on_the_t4_and_when_forced() -> Ran {
+    common::nvrtc()?;
+    for step in steps::ALL.iter().filter(|s| s.id <= 3) {
+        let file = &step.kernels[0];
+        let ptx_of = |file: &KernelFile, arch: Arch| {
+            let ptx = nvrtc::compile(file, arch, Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+            String::from_utf8_lossy(&ptx.bytes).into_owned()
+        };
+        assert!(
+            ptx_of(file, Arch::SM80).contains("cvt.rn.bf16"),
+            "{}: no cvt on sm_80",
+            file.path
+        );
+        assert!(
+            !ptx_of(file, Arch::SM75).contains("cvt.rn.bf16"),
+            "{}: a cvt to bf16 on sm_75",
+            file.path
+        );
+        let soft = common::with_soft_bf16(file);
+        assert!(
+            !ptx_of(&soft, Arch::SM90).contains("cvt.rn.bf16"),
+            "{}: a cvt despite the define",
+            file.path
+        );
+    }
+    Ok(())
 }
 
 fn the_planted_bug_kernels_compile_too() -> Ran {
@@ -165,12 +224,15 @@ fn a_compile_error_names_the_file_and_line() -> Ran {
 }
 
 fn emit_compiles_a_kernel_only_for_the_architectures_it_can_run_on() {
-    // A portable kernel compiles for every architecture from sm_80 on, the arch-specific ones too.
+    // A portable kernel compiles for every architecture from sm_75 (the T4) on, the arch-specific
+    // ones too; Volta (sm_70) is older than NVRTC 13's oldest target.
     let file = &steps::step01_naive::STEP.kernels[0];
-    for arch in [Arch::SM80, Arch::SM90, Arch::SM90A, Arch::SM100A] {
+    for arch in [Arch::SM75, Arch::SM80, Arch::SM90, Arch::SM90A, Arch::SM100A] {
         assert!(file.targets.compiles_for(arch), "{arch}");
     }
-    assert!(!file.targets.compiles_for(Arch::new(7, 5, false)));
+    assert!(!file.targets.compiles_for(Arch::new(7, 0, false)));
+    // The sm80 twins need cp.async, ldmatrix and bf16 mma.sync: 8.0.
+    assert!(!Targets::Ampere.compiles_for(Arch::SM75));
     assert!(!Targets::Hopper.compiles_for(Arch::SM100A));
     assert!(!Targets::Blackwell.compiles_for(Arch::SM90));
 }
@@ -405,6 +467,7 @@ fn the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus() -> Ran {
 }
 
 common::harness::tests!(
+    steps_01_to_03_round_by_hand_on_the_t4_and_when_forced,
     every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib,
     each_gpu_gets_its_own_twin_unless_another_is_chosen,
     the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus,

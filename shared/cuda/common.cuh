@@ -3,7 +3,8 @@
 // Kernels are compiled at run time by NVRTC, which ships without the CUDA toolkit headers. So there is
 // no cuda_bf16.h and no <cstdint> here: integer widths are spelled out once below, and a bf16 value is
 // carried as its raw 16 bits and converted by hand (bit shifts one way, a PTX `cvt` the other way).
-// The `cvt ... bf16` instructions need compute capability 8.0 or newer, which every step requires.
+// The `cvt ... bf16` instructions need compute capability 8.0 or newer; below that (the T4, sm_75,
+// which runs steps 01-03) the same rounding is done in integer arithmetic.
 #pragma once
 
 // ---------------------------------------------------------------------------------------------------
@@ -37,8 +38,39 @@ __device__ __forceinline__ float bf16x2_high(u32 pair) {
     return __uint_as_float(pair & 0xffff0000u);
 }
 
-// fp32 -> bf16 drops 16 mantissa bits, so it must round. `cvt.rn` rounds to nearest, ties to even, and
-// turns NaN into a NaN, which is what the host-side reference does too.
+// fp32 -> bf16 drops 16 mantissa bits, so it must round: to nearest, ties to even, and NaN to a NaN,
+// which is what the host-side reference does too. From compute capability 8.0 a `cvt.rn` does it.
+// Below 8.0 (the T4) there is no such cvt, and the rounding is done by hand, bit for bit what the cvt
+// gives (tests: all 2^32 inputs on the CPU, and whole GEMMs on a GPU). GEMM_LADDER_SOFT_BF16 forces
+// the software rounding on any GPU, so that a GPU with the cvt can check the two agree.
+#if defined(GEMM_LADDER_SOFT_BF16) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800)
+#define GEMM_LADDER_BF16_BY_HAND 1
+#endif
+
+#ifdef GEMM_LADDER_BF16_BY_HAND
+// Round to nearest even by hand: keep the high 16 bits, and add one when the dropped low 16 bits are
+// more than half an ulp, or exactly half with the kept part odd. A carry into the exponent is right
+// (the largest finite values round up to infinity, as the cvt does). NaN becomes 0x7fff, the canonical
+// quiet NaN the cvt writes.
+__device__ __forceinline__ bf16 float_to_bf16(float x) {
+    const u32 bits = __float_as_uint(x);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+        return static_cast<bf16>(0x7fffu);
+    }
+    u32 high = bits >> 16;
+    const u32 low = bits & 0xffffu;
+    if (low > 0x8000u || (low == 0x8000u && (high & 1u) != 0u)) {
+        high += 1u;
+    }
+    return static_cast<bf16>(high);
+}
+
+// Two fp32 -> one 32-bit word of two bf16, ready for a vector store: `low` (the element at the lower
+// address) in the low half.
+__device__ __forceinline__ u32 pack_bf16x2(float low, float high) {
+    return static_cast<u32>(float_to_bf16(low)) | (static_cast<u32>(float_to_bf16(high)) << 16);
+}
+#else
 __device__ __forceinline__ bf16 float_to_bf16(float x) {
     bf16 r;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
@@ -52,6 +84,7 @@ __device__ __forceinline__ u32 pack_bf16x2(float low, float high) {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(high), "f"(low));
     return r;
 }
+#endif
 
 // Timeline stamps (steps 08-11): empty macros unless compiled with -DTIMELINE=1.
 #include "timeline.cuh"

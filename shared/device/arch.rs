@@ -13,6 +13,7 @@ pub struct Arch {
 }
 
 impl Arch {
+    pub const SM75: Arch = Arch::new(7, 5, false);
     pub const SM80: Arch = Arch::new(8, 0, false);
     pub const SM86: Arch = Arch::new(8, 6, false);
     pub const SM89: Arch = Arch::new(8, 9, false);
@@ -82,11 +83,24 @@ impl Arch {
         Ok(Arch::new(major, minor, arch_specific))
     }
 
+    /// Why a GPU of compute capability `major.minor` can run no step, in one line's words, or `None`
+    /// when it can run some: steps 01–03 need 7.5 (the T4) or newer, steps 04–11 need 8.0.
+    pub fn lacks(major: u32, minor: u32) -> Option<String> {
+        ((major, minor) < OLDEST_DEVICE).then(|| {
+            "a GPU of compute capability 7.5 (T4) or newer (NVRTC 13 compiles for sm_75 and newer; CUDA 13 \
+             dropped Volta, 7.0, and everything older)"
+                .to_string()
+        })
+    }
+
     /// The target a device of compute capability `major.minor` runs best: the plain one.
     pub fn of_device(major: u32, minor: u32) -> Arch {
         Arch::new(major, minor, false)
     }
 }
+
+/// The oldest compute capability any step runs on: 7.5, Turing (T4).
+pub const OLDEST_DEVICE: (u32, u32) = (7, 5);
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -115,5 +129,20 @@ mod tests {
         assert_eq!(Arch::SM90A.sm(), "sm_90a");
         assert_eq!(Arch::SM100A.compute(), "compute_100a");
         assert_eq!(Arch::SM80.to_string(), "sm_80");
+        assert_eq!(Arch::SM75.sm(), "sm_75");
+        assert_eq!(Arch::parse("sm75").unwrap(), Arch::SM75);
+    }
+
+    #[test]
+    fn gpus_older_than_the_t4_are_told_what_they_lack() {
+        assert_eq!(Arch::lacks(7, 5), None);
+        assert_eq!(Arch::lacks(9, 0), None);
+        for (major, minor) in [(7, 0), (6, 0), (7, 2)] {
+            let why = Arch::lacks(major, minor).expect("refused");
+            assert!(
+                why.contains("7.5 (T4) or newer") && why.contains("dropped Volta"),
+                "{why}"
+            );
+        }
     }
 }

@@ -5,38 +5,232 @@
 //! read column-major is already `Aᵀ`. Hence `gemm(T, N, n, m, k, B, A, C)`, the "TN" case cuBLAS
 //! serves best.
 
-use crate::device::libs;
+use crate::device::libs::{self, symbol_table, Described, Library, Loaded, Version};
 use crate::error::{Error, Result};
 use crate::shape::Shape;
-use cudarc::cublas::sys::{self, cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
-use cudarc::cublas::CudaBlas;
+use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
 use cudarc::driver::CudaStream;
-use std::ffi::c_void;
-use std::sync::Arc;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::{Arc, OnceLock};
 
-pub struct Cublas {
-    blas: CudaBlas,
+/// A cuBLAS handle.
+type Handle = *mut c_void;
+/// `cublasStatus_t`, read as the integer it is (a status a binding does not list is no UB).
+type Status = c_int;
+/// `CUBLAS_STATUS_SUCCESS`.
+const SUCCESS: Status = 0;
+
+symbol_table! {
+    /// The cuBLAS functions this crate calls. Their signatures are the same in cuBLAS 12 and 13
+    /// (cudarc's bindings declare each once for both); tests/cuda_libs.rs finds each in both.
+    pub struct CublasApi {
+        create = "cublasCreate_v2": fn(*mut Handle) -> Status;
+        destroy = "cublasDestroy_v2": fn(Handle) -> Status;
+        set_stream = "cublasSetStream_v2": fn(Handle, *mut c_void) -> Status;
+        /// `libraryPropertyType`: 0 major, 1 minor, 2 patch.
+        property = "cublasGetProperty": fn(c_int, *mut c_int) -> Status;
+        status_name = "cublasGetStatusName": fn(Status) -> *const c_char;
+        gemm_ex = "cublasGemmEx_64": fn(
+            Handle,
+            cublasOperation_t,
+            cublasOperation_t,
+            i64,
+            i64,
+            i64,
+            *const c_void,
+            *const c_void,
+            cudaDataType,
+            i64,
+            *const c_void,
+            cudaDataType,
+            i64,
+            *const c_void,
+            *mut c_void,
+            cudaDataType,
+            i64,
+            cublasComputeType_t,
+            cublasGemmAlgo_t,
+        ) -> Status;
+        sgemm = "cublasSgemm_v2_64": fn(
+            Handle,
+            cublasOperation_t,
+            cublasOperation_t,
+            i64,
+            i64,
+            i64,
+            *const f32,
+            *const f32,
+            i64,
+            *const f32,
+            i64,
+            *const f32,
+            *mut f32,
+            i64,
+        ) -> Status;
+    }
 }
 
-fn check(status: sys::cublasStatus_t, what: &str) -> Result<()> {
-    if status == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Cuda {
-            context: what.to_string(),
-            detail: format!("{status:?}"),
-        })
+symbol_table! {
+    /// The cuBLASLt functions this crate calls (the fp8 baseline of step 11), the same in 12 and 13.
+    pub struct CublasLtApi {
+        version = "cublasLtGetVersion": fn() -> usize;
+        create = "cublasLtCreate": fn(*mut lt::cublasLtHandle_t) -> Status;
+        destroy = "cublasLtDestroy": fn(lt::cublasLtHandle_t) -> Status;
+        desc_create = "cublasLtMatmulDescCreate": fn(
+            *mut lt::cublasLtMatmulDesc_t,
+            lt::cublasComputeType_t,
+            lt::cudaDataType,
+        ) -> Status;
+        desc_destroy = "cublasLtMatmulDescDestroy": fn(lt::cublasLtMatmulDesc_t) -> Status;
+        desc_set = "cublasLtMatmulDescSetAttribute": fn(
+            lt::cublasLtMatmulDesc_t,
+            lt::cublasLtMatmulDescAttributes_t,
+            *const c_void,
+            usize,
+        ) -> Status;
+        layout_create = "cublasLtMatrixLayoutCreate": fn(
+            *mut lt::cublasLtMatrixLayout_t,
+            lt::cudaDataType,
+            u64,
+            u64,
+            i64,
+        ) -> Status;
+        layout_destroy = "cublasLtMatrixLayoutDestroy": fn(lt::cublasLtMatrixLayout_t) -> Status;
+        preference_create = "cublasLtMatmulPreferenceCreate": fn(*mut lt::cublasLtMatmulPreference_t) -> Status;
+        preference_set = "cublasLtMatmulPreferenceSetAttribute": fn(
+            lt::cublasLtMatmulPreference_t,
+            lt::cublasLtMatmulPreferenceAttributes_t,
+            *const c_void,
+            usize,
+        ) -> Status;
+        preference_destroy = "cublasLtMatmulPreferenceDestroy": fn(lt::cublasLtMatmulPreference_t) -> Status;
+        heuristic = "cublasLtMatmulAlgoGetHeuristic": fn(
+            lt::cublasLtHandle_t,
+            lt::cublasLtMatmulDesc_t,
+            lt::cublasLtMatrixLayout_t,
+            lt::cublasLtMatrixLayout_t,
+            lt::cublasLtMatrixLayout_t,
+            lt::cublasLtMatrixLayout_t,
+            lt::cublasLtMatmulPreference_t,
+            c_int,
+            *mut lt::cublasLtMatmulHeuristicResult_t,
+            *mut c_int,
+        ) -> Status;
+        matmul = "cublasLtMatmul": fn(
+            lt::cublasLtHandle_t,
+            lt::cublasLtMatmulDesc_t,
+            *const c_void,
+            *const c_void,
+            lt::cublasLtMatrixLayout_t,
+            *const c_void,
+            lt::cublasLtMatrixLayout_t,
+            *const c_void,
+            *const c_void,
+            lt::cublasLtMatrixLayout_t,
+            *mut c_void,
+            lt::cublasLtMatrixLayout_t,
+            *const lt::cublasLtMatmulAlgo_t,
+            *mut c_void,
+            usize,
+            *mut c_void,
+        ) -> Status;
     }
+}
+
+/// cuBLAS and cuBLASLt, of one CUDA major.
+pub struct CublasApis {
+    pub blas: CublasApi,
+    pub lt: CublasLtApi,
+}
+
+/// The stems of cuBLAS's files, in load order: libcublas needs libcublasLt (the wheels set no
+/// RUNPATH, so it must be loaded first, from the same folder).
+pub const STEMS: [&str; 2] = ["cublasLt", "cublas"];
+
+/// Resolves both tables in the libraries loaded from [`STEMS`].
+pub fn resolve(files: &[&'static libloading::Library]) -> std::result::Result<CublasApis, String> {
+    Ok(CublasApis {
+        lt: CublasLtApi::resolve(files[0]).map_err(|e| format!("(cuBLASLt) {e}"))?,
+        blas: CublasApi::resolve(files[1])?,
+    })
+}
+
+/// The version cuBLAS reports, `13.1.0`.
+pub fn describe(apis: &CublasApis) -> Described {
+    let property = |which: c_int| {
+        let mut value = 0;
+        // SAFETY: one out-pointer to a live integer.
+        unsafe { (apis.blas.property)(which, &mut value) };
+        value.max(0) as u32
+    };
+    let (major, minor, patch) = (property(0), property(1), property(2));
+    Described {
+        version: Version::new(major, minor),
+        version_text: format!("{major}.{minor}.{patch}"),
+        address: apis.blas.create as *const c_void,
+    }
+}
+
+/// cuBLAS and cuBLASLt, loaded once for the process: of the CUDA major the driver runs (`device::libs`).
+pub fn api() -> Result<&'static Loaded<CublasApis>> {
+    static CUBLAS: OnceLock<std::result::Result<Loaded<CublasApis>, libs::LoadFailure>> = OnceLock::new();
+    CUBLAS
+        .get_or_init(|| libs::load(Library::Cublas, &STEMS, resolve, describe))
+        .as_ref()
+        .map_err(|failure| failure.to_error())
+}
+
+/// A cuBLAS handle bound to one stream.
+pub struct Cublas {
+    api: &'static CublasApi,
+    handle: Handle,
+    _stream: Arc<CudaStream>,
+}
+
+impl Drop for Cublas {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once.
+        unsafe { (self.api.destroy)(self.handle) };
+    }
+}
+
+fn check(api: &CublasApi, status: Status, what: &str) -> Result<()> {
+    if status == SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: returns a static string for any status.
+    let name = unsafe { (api.status_name)(status) };
+    let detail = if name.is_null() {
+        format!("status {status}")
+    } else {
+        // SAFETY: NUL-terminated, static.
+        unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+    };
+    Err(Error::Cuda {
+        context: what.to_string(),
+        detail,
+    })
 }
 
 impl Cublas {
     pub fn new(stream: Arc<CudaStream>) -> Result<Cublas> {
-        libs::require_cublas()?;
-        let blas = CudaBlas::new(stream).map_err(|e| Error::Cuda {
-            context: "creating a cuBLAS handle".into(),
-            detail: format!("{e:?}"),
-        })?;
-        Ok(Cublas { blas })
+        let api = &api()?.api.blas;
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(Error::cuda("making the context current for cuBLAS"))?;
+        let mut handle: Handle = std::ptr::null_mut();
+        // SAFETY: one out-pointer; the handle is destroyed in Drop.
+        check(api, unsafe { (api.create)(&mut handle) }, "creating a cuBLAS handle")?;
+        let this = Cublas {
+            api,
+            handle,
+            _stream: stream.clone(),
+        };
+        // SAFETY: the stream outlives the handle (held above).
+        let status = unsafe { (api.set_stream)(handle, stream.cu_stream() as *mut c_void) };
+        check(api, status, "setting cuBLAS's stream")?;
+        Ok(this)
     }
 
     /// bf16 `A`, `B`, `C`; fp32 accumulation. Pointers are device addresses.
@@ -45,8 +239,8 @@ impl Cublas {
         let (m, n, k) = (shape.m as i64, shape.n as i64, shape.k as i64);
         // SAFETY: the pointers address buffers of the sizes the shape implies, owned by the caller.
         let status = unsafe {
-            sys::cublasGemmEx_64(
-                *self.blas.handle(),
+            (self.api.gemm_ex)(
+                self.handle,
                 cublasOperation_t::CUBLAS_OP_T,
                 cublasOperation_t::CUBLAS_OP_N,
                 n,
@@ -67,7 +261,7 @@ impl Cublas {
                 cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
             )
         };
-        check(status, "cublasGemmEx (bf16)")
+        check(self.api, status, "cublasGemmEx (bf16)")
     }
 
     /// fp32 `A`, `B`, `C` (SGEMM, plain fp32 arithmetic: the handle's default math mode, no TF32).
@@ -76,8 +270,8 @@ impl Cublas {
         let (m, n, k) = (shape.m as i64, shape.n as i64, shape.k as i64);
         // SAFETY: as above, for fp32 buffers.
         let status = unsafe {
-            sys::cublasSgemm_v2_64(
-                *self.blas.handle(),
+            (self.api.sgemm)(
+                self.handle,
                 cublasOperation_t::CUBLAS_OP_T,
                 cublasOperation_t::CUBLAS_OP_N,
                 n,
@@ -93,7 +287,7 @@ impl Cublas {
                 n,
             )
         };
-        check(status, "cublasSgemm")
+        check(self.api, status, "cublasSgemm")
     }
 }
 
@@ -105,8 +299,8 @@ impl Cublas {
         let (m, n, k) = (shape.m as i64, shape.n as i64, shape.k as i64);
         // SAFETY: the pointers address buffers of the sizes the shape implies (C: fp32).
         let status = unsafe {
-            sys::cublasGemmEx_64(
-                *self.blas.handle(),
+            (self.api.gemm_ex)(
+                self.handle,
                 cublasOperation_t::CUBLAS_OP_T,
                 cublasOperation_t::CUBLAS_OP_N,
                 n,
@@ -127,7 +321,7 @@ impl Cublas {
                 cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
             )
         };
-        check(status, "cublasGemmEx (bf16 in, fp32 out)")
+        check(self.api, status, "cublasGemmEx (bf16 in, fp32 out)")
     }
 }
 
@@ -138,6 +332,7 @@ impl Cublas {
 pub struct Fp8Tensorwise {
     /// The type cuBLASLt writes C in.
     pub output: Fp8Output,
+    api: &'static CublasLtApi,
     handle: lt::cublasLtHandle_t,
     desc: lt::cublasLtMatmulDesc_t,
     layouts: [lt::cublasLtMatrixLayout_t; 3],
@@ -176,15 +371,9 @@ impl Fp8Output {
     }
 }
 
-fn check_lt(status: lt::cublasStatus_t, what: &str) -> Result<()> {
-    if status == lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Cuda {
-            context: what.to_string(),
-            detail: format!("{status:?}"),
-        })
-    }
+fn check_lt(status: Status, what: &str) -> Result<()> {
+    // cuBLASLt's statuses are cuBLAS's; its name function lives in libcublas.
+    check(&api()?.api.blas, status, what)
 }
 
 /// Workspace cuBLASLt may use: 32 MiB, as PyTorch gives it on Hopper.
@@ -195,7 +384,7 @@ impl Fp8Tensorwise {
     /// algorithm; an error (e.g. `NOT_SUPPORTED` for a shape or GPU without fp8) says which call.
     pub fn new(stream: Arc<CudaStream>, shape: Shape, output: Fp8Output) -> Result<Fp8Tensorwise> {
         use cudarc::driver::DevicePtr;
-        libs::require_cublas()?;
+        let api = &api()?.api.lt;
         let workspace = stream
             .alloc_zeros::<u8>(LT_WORKSPACE)
             .map_err(Error::cuda("allocating the cuBLASLt workspace"))?;
@@ -208,6 +397,7 @@ impl Fp8Tensorwise {
         let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
         let mut this = Fp8Tensorwise {
             output,
+            api,
             handle: std::ptr::null_mut(),
             desc: std::ptr::null_mut(),
             layouts: [std::ptr::null_mut(); 3],
@@ -220,9 +410,9 @@ impl Fp8Tensorwise {
         // SAFETY: each call gets valid out-pointers and attribute buffers of the stated sizes; the
         // handles are destroyed in Drop (null ones are skipped).
         unsafe {
-            check_lt(lt::cublasLtCreate(&mut this.handle), "cublasLtCreate")?;
+            check_lt((api.create)(&mut this.handle), "cublasLtCreate")?;
             check_lt(
-                lt::cublasLtMatmulDescCreate(
+                (api.desc_create)(
                     &mut this.desc,
                     lt::cublasComputeType_t::CUBLAS_COMPUTE_32F,
                     lt::cudaDataType::CUDA_R_32F,
@@ -232,7 +422,7 @@ impl Fp8Tensorwise {
             // Column-major, as cuBLAS sees our row-major matrices: C (M×N) is Cᵀ = B·Aᵀ (N×M), "TN".
             let set = |attr, value: *const c_void, size| {
                 check_lt(
-                    lt::cublasLtMatmulDescSetAttribute(this.desc, attr, value, size),
+                    (api.desc_set)(this.desc, attr, value, size),
                     "cublasLtMatmulDescSetAttribute",
                 )
             };
@@ -261,7 +451,7 @@ impl Fp8Tensorwise {
             )?;
             let layout = |out: &mut lt::cublasLtMatrixLayout_t, ty, rows, cols, ld| {
                 check_lt(
-                    lt::cublasLtMatrixLayoutCreate(out, ty, rows, cols, ld),
+                    (api.layout_create)(out, ty, rows, cols, ld),
                     "cublasLtMatrixLayoutCreate",
                 )
             };
@@ -272,11 +462,11 @@ impl Fp8Tensorwise {
             layout(lc, output.data_type(), n, m, n as i64)?;
             let mut preference: lt::cublasLtMatmulPreference_t = std::ptr::null_mut();
             check_lt(
-                lt::cublasLtMatmulPreferenceCreate(&mut preference),
+                (api.preference_create)(&mut preference),
                 "cublasLtMatmulPreferenceCreate",
             )?;
             let bytes = LT_WORKSPACE as u64;
-            let status = lt::cublasLtMatmulPreferenceSetAttribute(
+            let status = (api.preference_set)(
                 preference,
                 lt::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                 &bytes as *const u64 as *const c_void,
@@ -284,8 +474,8 @@ impl Fp8Tensorwise {
             );
             let mut result: lt::cublasLtMatmulHeuristicResult_t = std::mem::zeroed();
             let mut found = 0;
-            let heuristic = if status == lt::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-                lt::cublasLtMatmulAlgoGetHeuristic(
+            let heuristic = if status == SUCCESS {
+                (api.heuristic)(
                     this.handle,
                     this.desc,
                     this.layouts[0],
@@ -300,7 +490,7 @@ impl Fp8Tensorwise {
             } else {
                 status
             };
-            lt::cublasLtMatmulPreferenceDestroy(preference);
+            (api.preference_destroy)(preference);
             check_lt(heuristic, "cublasLtMatmulAlgoGetHeuristic (fp8 e4m3, tensorwise)")?;
             if found < 1 {
                 return Err(Error::Cuda {
@@ -322,7 +512,7 @@ impl Fp8Tensorwise {
         // SAFETY: the descriptors describe buffers of the shape given to `new`; the workspace is used
         // only by these calls, all on this one stream; the stream outlives the call.
         let status = unsafe {
-            lt::cublasLtMatmul(
+            (self.api.matmul)(
                 self.handle,
                 self.desc,
                 &alpha as *const f32 as *const c_void,
@@ -338,7 +528,7 @@ impl Fp8Tensorwise {
                 &self.algo,
                 ws as *mut c_void,
                 LT_WORKSPACE,
-                self.stream.cu_stream() as lt::cudaStream_t,
+                self.stream.cu_stream() as *mut c_void,
             )
         };
         check_lt(status, "cublasLtMatmul (fp8 e4m3, tensorwise)")
@@ -351,14 +541,14 @@ impl Drop for Fp8Tensorwise {
         unsafe {
             for layout in self.layouts {
                 if !layout.is_null() {
-                    lt::cublasLtMatrixLayoutDestroy(layout);
+                    (self.api.layout_destroy)(layout);
                 }
             }
             if !self.desc.is_null() {
-                lt::cublasLtMatmulDescDestroy(self.desc);
+                (self.api.desc_destroy)(self.desc);
             }
             if !self.handle.is_null() {
-                lt::cublasLtDestroy(self.handle);
+                (self.api.destroy)(self.handle);
             }
         }
     }

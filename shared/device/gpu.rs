@@ -78,6 +78,16 @@ impl Gpu {
         let attr = |a: Attr| ctx.attribute(a).map_err(Error::cuda("reading a device attribute"));
         let major = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
         let minor = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+        if let Some(lacks) = crate::device::arch::Arch::lacks(major, minor) {
+            return Err(Error::Unsupported {
+                step: "gemm-ladder".into(),
+                needs: lacks,
+                found: format!(
+                    "{} (compute capability {major}.{minor})",
+                    ctx.name().unwrap_or_else(|_| "this GPU".into())
+                ),
+            });
+        }
         let sms = attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let l2_bytes = attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64;
         // Peak clocks in kHz; some drivers no longer report them, which the results file records as null.
@@ -151,6 +161,21 @@ impl Gpu {
         wait_for(&done, what, hang_deadline())?;
         self.ctx.check_err().map_err(Error::cuda(format!("running {what}")))
     }
+}
+
+/// The first line of every run on a GPU: the driver (its version and the CUDA it supports), and the
+/// NVRTC and cuBLAS this process loaded, each with its file. Loads both, so that a missing library or
+/// a version the driver cannot run ends the run here, in one line (`device::libs`).
+pub fn cuda_stack_line() -> Result<String> {
+    let nvrtc = crate::device::nvrtc::api()?;
+    let cublas = crate::device::cublas::api()?;
+    Ok(libs::stack_line(
+        nvml::driver_version().as_deref(),
+        libs::driver_cuda(),
+        (&nvrtc.version_text, &nvrtc.path),
+        Some((&cublas.version_text, &cublas.path)),
+        libs::forced_major()?,
+    ))
 }
 
 /// Polls `event` until it completes. Past the deadline the process ends at once with the hung

@@ -166,6 +166,35 @@ impl Nvml {
     }
 }
 
+/// The driver's version as NVML gives it (`580.65.06`), or `None` without NVML. Says nothing when
+/// absent: the first line of a run then names the driver by the CUDA version it supports.
+pub fn driver_version() -> Option<String> {
+    type VersionFn = unsafe extern "C" fn(*mut c_char, c_uint) -> c_int;
+    // SAFETY: loading the driver's NVML runs its initialisers, nothing else.
+    let lib = unsafe { Library::new("libnvidia-ml.so.1") }.ok()?;
+    let init: InitFn = symbol(&lib, b"nvmlInit_v2\0")?;
+    let version: VersionFn = symbol(&lib, b"nvmlSystemGetDriverVersion\0")?;
+    let shutdown: Option<InitFn> = symbol(&lib, b"nvmlShutdown\0");
+    // SAFETY: no arguments; balanced by the shutdown below.
+    if unsafe { init() } != NVML_SUCCESS {
+        return None;
+    }
+    let mut buffer = [0 as c_char; 96];
+    // SAFETY: a buffer of the stated length, which NVML NUL-terminates.
+    let status = unsafe { version(buffer.as_mut_ptr(), buffer.len() as c_uint) };
+    let text = (status == NVML_SUCCESS).then(|| {
+        // SAFETY: NUL-terminated by NVML on success.
+        unsafe { std::ffi::CStr::from_ptr(buffer.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    });
+    if let Some(shutdown) = shutdown {
+        // SAFETY: balances the successful init above.
+        unsafe { shutdown() };
+    }
+    text
+}
+
 /// One reading: each part `None` when NVML would not give it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Sample {

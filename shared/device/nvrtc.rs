@@ -4,13 +4,83 @@
 //! name (read as [`sources`] reads kernels), so compilation needs no CUDA toolkit headers on the machine.
 
 use crate::device::arch::Arch;
-use crate::device::libs;
+use crate::device::libs::{self, symbol_table, Described, Library, Loaded, Version};
 use crate::device::sources;
 use crate::error::{Error, Result};
-use cudarc::nvrtc::sys;
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+/// An NVRTC program handle.
+type Program = *mut c_void;
+
+/// `NVRTC_SUCCESS`.
+const SUCCESS: c_int = 0;
+
+symbol_table! {
+    /// The NVRTC functions this crate calls. Their signatures are the same in NVRTC 12 and 13 (cudarc's
+    /// bindings declare them once for every CUDA version); tests/cuda_libs.rs finds each in both.
+    pub struct NvrtcApi {
+        version = "nvrtcVersion": fn(*mut c_int, *mut c_int) -> c_int;
+        error_string = "nvrtcGetErrorString": fn(c_int) -> *const c_char;
+        create_program = "nvrtcCreateProgram": fn(
+            *mut Program,
+            *const c_char,
+            *const c_char,
+            c_int,
+            *const *const c_char,
+            *const *const c_char,
+        ) -> c_int;
+        compile_program = "nvrtcCompileProgram": fn(Program, c_int, *const *const c_char) -> c_int;
+        program_log_size = "nvrtcGetProgramLogSize": fn(Program, *mut usize) -> c_int;
+        program_log = "nvrtcGetProgramLog": fn(Program, *mut c_char) -> c_int;
+        ptx_size = "nvrtcGetPTXSize": fn(Program, *mut usize) -> c_int;
+        ptx = "nvrtcGetPTX": fn(Program, *mut c_char) -> c_int;
+        cubin_size = "nvrtcGetCUBINSize": fn(Program, *mut usize) -> c_int;
+        cubin = "nvrtcGetCUBIN": fn(Program, *mut c_char) -> c_int;
+        destroy_program = "nvrtcDestroyProgram": fn(*mut Program) -> c_int;
+    }
+}
+
+impl NvrtcApi {
+    /// NVRTC's name for a status (`NVRTC_ERROR_COMPILATION`).
+    fn status_name(&self, status: c_int) -> String {
+        // SAFETY: returns a static string for any status.
+        let text = unsafe { (self.error_string)(status) };
+        if text.is_null() {
+            return format!("status {status}");
+        }
+        // SAFETY: NUL-terminated, static.
+        unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+    }
+}
+
+/// NVRTC, loaded once for the process: of the CUDA major the driver runs (`device::libs`).
+pub fn api() -> Result<&'static Loaded<NvrtcApi>> {
+    static NVRTC: OnceLock<std::result::Result<Loaded<NvrtcApi>, libs::LoadFailure>> = OnceLock::new();
+    NVRTC
+        .get_or_init(|| {
+            libs::load(
+                Library::Nvrtc,
+                &["nvrtc"],
+                |files| NvrtcApi::resolve(files[0]),
+                |api| {
+                    let (mut major, mut minor) = (0, 0);
+                    // SAFETY: two out-pointers to live integers.
+                    unsafe { (api.version)(&mut major, &mut minor) };
+                    let version = Version::new(major.max(0) as u32, minor.max(0) as u32);
+                    Described {
+                        version,
+                        version_text: version.to_string(),
+                        address: api.version as *const c_void,
+                    }
+                },
+            )
+        })
+        .as_ref()
+        .map_err(|failure| failure.to_error())
+}
 
 /// Every header a kernel may `#include`, by the name it uses (its text: [`header`]).
 pub const HEADERS: &[&str] = &[
@@ -67,13 +137,8 @@ pub struct Compiled {
 
 /// NVRTC's version, `(major, minor)`.
 pub fn version() -> Result<(i32, i32)> {
-    libs::require_nvrtc()?;
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: two out-pointers to live integers.
-    unsafe { sys::nvrtcVersion(&mut major, &mut minor) }
-        .result()
-        .map_err(|e| Error::Other(format!("nvrtcVersion: {e:?}")))?;
-    Ok((major, minor))
+    let version = api()?.version;
+    Ok((version.major as i32, version.minor as i32))
 }
 
 /// The `-D` options, in the order the step lists them. Small values stay plain decimals (so `BM` is an
@@ -111,7 +176,7 @@ pub fn experiment_defines() -> Vec<String> {
 
 /// Compiles one kernel file for `arch`.
 pub fn compile(kernel: &impl KernelSource, arch: Arch, output: Output) -> Result<Compiled> {
-    libs::require_nvrtc()?;
+    api()?;
     sources::note_if_edited(kernel.path());
     let target = match output {
         Output::Ptx => arch.compute(),
@@ -151,7 +216,8 @@ fn compile_uncached(
     target: &str,
     options: &[String],
 ) -> Result<Compiled> {
-    let fail = |what: &str, code: sys::nvrtcResult| Error::Other(format!("NVRTC {what}: {code:?}"));
+    let nvrtc = &api()?.api;
+    let fail = |what: &str, code: c_int| Error::Other(format!("NVRTC {what}: {}", nvrtc.status_name(code)));
     let source = CString::new(kernel.source()).map_err(|_| Error::Other("NUL in kernel source".into()))?;
     let name = CString::new(kernel.path()).map_err(|_| Error::Other("NUL in kernel path".into()))?;
     let header_sources: Vec<CString> = HEADERS
@@ -170,10 +236,10 @@ fn compile_uncached(
         .collect();
     let option_ptrs: Vec<*const c_char> = option_strings.iter().map(|s| s.as_ptr()).collect();
 
-    let mut program: sys::nvrtcProgram = std::ptr::null_mut();
+    let mut program: Program = std::ptr::null_mut();
     // SAFETY: every pointer refers to a CString that outlives the program.
-    unsafe {
-        sys::nvrtcCreateProgram(
+    let created = unsafe {
+        (nvrtc.create_program)(
             &mut program,
             source.as_ptr(),
             name.as_ptr(),
@@ -181,15 +247,16 @@ fn compile_uncached(
             source_ptrs.as_ptr(),
             name_ptrs.as_ptr(),
         )
+    };
+    if created != SUCCESS {
+        return Err(fail("create", created));
     }
-    .result()
-    .map_err(|e| fail("create", e.0))?;
 
     // SAFETY: `program` is live until destroyed at the end of this function.
-    let compiled = unsafe { sys::nvrtcCompileProgram(program, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
-    let log = unsafe { program_log(program) };
-    let result = if compiled == sys::nvrtcResult::NVRTC_SUCCESS {
-        unsafe { program_output(program, output) }.map(|bytes| Compiled { arch, bytes, log })
+    let compiled = unsafe { (nvrtc.compile_program)(program, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
+    let log = unsafe { program_log(nvrtc, program) };
+    let result = if compiled == SUCCESS {
+        unsafe { program_output(nvrtc, program, output) }.map(|bytes| Compiled { arch, bytes, log })
     } else {
         Err(Error::Compile {
             file: kernel.path().to_string(),
@@ -198,18 +265,18 @@ fn compile_uncached(
         })
     };
     // SAFETY: destroyed once, after its last use.
-    unsafe { sys::nvrtcDestroyProgram(&mut program) };
+    unsafe { (nvrtc.destroy_program)(&mut program) };
     result
 }
 
 /// NVRTC's log, with `file(12): error` rewritten as `file:12: error` so editors can jump to it.
-unsafe fn program_log(program: sys::nvrtcProgram) -> String {
+unsafe fn program_log(nvrtc: &NvrtcApi, program: Program) -> String {
     let mut size = 0usize;
-    if sys::nvrtcGetProgramLogSize(program, &mut size) != sys::nvrtcResult::NVRTC_SUCCESS || size <= 1 {
+    if (nvrtc.program_log_size)(program, &mut size) != SUCCESS || size <= 1 {
         return String::new();
     }
     let mut buffer = vec![0u8; size];
-    sys::nvrtcGetProgramLog(program, buffer.as_mut_ptr() as *mut c_char);
+    (nvrtc.program_log)(program, buffer.as_mut_ptr() as *mut c_char);
     buffer.pop(); // the terminating NUL
     editor_locations(&String::from_utf8_lossy(&buffer))
 }
@@ -231,24 +298,24 @@ fn editor_locations(log: &str) -> String {
         .to_string()
 }
 
-unsafe fn program_output(program: sys::nvrtcProgram, output: Output) -> Result<Vec<u8>> {
+unsafe fn program_output(nvrtc: &NvrtcApi, program: Program, output: Output) -> Result<Vec<u8>> {
     let mut size = 0usize;
     let (size_code, data_code);
     let mut buffer;
     match output {
         Output::Ptx => {
-            size_code = sys::nvrtcGetPTXSize(program, &mut size);
+            size_code = (nvrtc.ptx_size)(program, &mut size);
             buffer = vec![0u8; size];
-            data_code = sys::nvrtcGetPTX(program, buffer.as_mut_ptr() as *mut c_char);
+            data_code = (nvrtc.ptx)(program, buffer.as_mut_ptr() as *mut c_char);
             buffer.pop(); // PTX comes NUL-terminated
         }
         Output::Cubin => {
-            size_code = sys::nvrtcGetCUBINSize(program, &mut size);
+            size_code = (nvrtc.cubin_size)(program, &mut size);
             buffer = vec![0u8; size];
-            data_code = sys::nvrtcGetCUBIN(program, buffer.as_mut_ptr() as *mut c_char);
+            data_code = (nvrtc.cubin)(program, buffer.as_mut_ptr() as *mut c_char);
         }
     }
-    if size_code != sys::nvrtcResult::NVRTC_SUCCESS || data_code != sys::nvrtcResult::NVRTC_SUCCESS {
+    if size_code != SUCCESS || data_code != SUCCESS {
         return Err(Error::Other(format!("NVRTC could not return its {output:?} output")));
     }
     Ok(buffer)

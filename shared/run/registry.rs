@@ -15,7 +15,8 @@ use std::ffi::c_void;
 /// Which GPUs a kernel file is written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Targets {
-    /// CUDA-core code: compiled for the device's own plain `sm_XY` (compute capability 8.0 or newer).
+    /// CUDA-core code: compiled for the device's own plain `sm_XY` (compute capability 7.5 or newer:
+    /// below 8.0 a software rounding stands in for the `cvt` to bf16, in common.cuh).
     AnyGpu,
     /// Hopper twin: wgmma, TMA, clusters; `sm_90a` only.
     Hopper,
@@ -31,7 +32,8 @@ impl Targets {
     /// Whether this file serves a device of the given compute capability.
     pub fn serves(&self, major: u32, minor: u32) -> bool {
         match self {
-            Targets::AnyGpu | Targets::Ampere => major >= 8,
+            Targets::AnyGpu => (major, minor) >= (7, 5),
+            Targets::Ampere => major >= 8,
             Targets::Hopper => (major, minor) == (9, 0),
             Targets::Blackwell => (major, minor) == (10, 0),
         }
@@ -50,7 +52,8 @@ impl Targets {
     /// arch-specific targets too (`sm_90a` is `sm_90` plus instructions it does not use).
     pub fn compiles_for(&self, arch: Arch) -> bool {
         match self {
-            Targets::AnyGpu | Targets::Ampere => arch.major >= 8,
+            Targets::AnyGpu => (arch.major, arch.minor) >= (7, 5),
+            Targets::Ampere => arch.major >= 8,
             Targets::Hopper => arch == Arch::SM90A,
             Targets::Blackwell => arch == Arch::SM100A,
         }
@@ -59,7 +62,8 @@ impl Targets {
     /// Every architecture the tests compile and assemble this file for.
     pub fn claimed_archs(&self) -> &'static [Arch] {
         match self {
-            Targets::AnyGpu => &[Arch::SM80, Arch::SM90, Arch::SM100],
+            // sm_75 (the T4) takes common.cuh's software bf16 rounding; sm_80 and newer the `cvt`.
+            Targets::AnyGpu => &[Arch::SM75, Arch::SM80, Arch::SM90, Arch::SM100],
             Targets::Hopper => &[Arch::SM90A],
             Targets::Blackwell => &[Arch::SM100A],
             // Every family a student's GPU may be: ptxas refuses an sm_90+ instruction for sm_80,
@@ -70,7 +74,7 @@ impl Targets {
 
     pub fn describe(&self) -> &'static str {
         match self {
-            Targets::AnyGpu => "a CUDA GPU of compute capability 8.0 or newer",
+            Targets::AnyGpu => "a CUDA GPU of compute capability 7.5 (T4) or newer",
             Targets::Hopper => "a Hopper GPU (sm_90a: H100, H200)",
             Targets::Blackwell => "a Blackwell datacenter GPU (sm_100a: B200)",
             Targets::Ampere => {

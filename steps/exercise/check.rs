@@ -258,6 +258,7 @@ fn run_check(ex: &Exercise, file: &KernelFile, source: &str, options: &CheckOpti
         Ok(gpu) => gpu,
         Err(why) => return compile_only(ex, file, source, &why),
     };
+    println!("{}", gemm_ladder::device::gpu::cuda_stack_line()?);
     let step = ex.step_def();
     if !file.targets.serves(gpu.major, gpu.minor) {
         return Err(Error::Unsupported {

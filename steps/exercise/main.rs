@@ -296,7 +296,8 @@ const WITHOUT_GPU: &str = "*";
 /// also be completed without one.
 fn runs_on(ex: &Exercise) -> String {
     let gpus = match ex.kernel().targets {
-        Targets::AnyGpu | Targets::Ampere => "sm_80+",
+        Targets::AnyGpu => "sm_75+",
+        Targets::Ampere => "sm_80+",
         Targets::Hopper => "sm_90a",
         Targets::Blackwell => "sm_100a",
     };
@@ -397,12 +398,13 @@ fn list() -> Result<()> {
 Your files: {folder}/NN_K_name.cu ({here})
 Status: pass, fail, compiled (compiles and assembles; not verified: no GPU), not started (no file
 yet, or not checked yet). Twin: the kernel of steps 04–11 an exercise edits (hopper: sm90.cu,
-sm80: sm80.cu; `--twin sm80` lists only those and steps 01–03's). Runs on: sm_80+ any NVIDIA GPU
-of compute capability 8.0 or newer (A100, L4, RTX 30/40/50, H100, H200); sm_90a a Hopper GPU (H100,
-H200); ✗ marks one that does not run on the GPU here. Complete means passed: verified on a GPU,
-except where {WITHOUT_GPU} marks it: the answer is ptxas's register count, and the unchanged starter is
-a correct variant the tests verify on a GPU, so `check` passes it without one. Without a
-GPU every other exercise compiles and assembles, and stops there.
+sm80: sm80.cu; `--twin sm80` lists only those and steps 01–03's). Runs on: sm_75+ any NVIDIA GPU
+of compute capability 7.5 or newer (T4 and every sm_80+ GPU); sm_80+ 8.0 or newer (A100, L4, RTX
+30/40/50, H100, H200); sm_90a a Hopper GPU (H100, H200); ✗ marks one that does not run on the GPU
+here. Complete means passed: verified on a GPU, except where {WITHOUT_GPU} marks it: the answer is
+ptxas's register count, and the unchanged starter is a correct variant the tests verify on a GPU, so
+`check` passes it without one. Without a GPU every other exercise compiles and assembles, and stops
+there.
 `cargo run --release --bin exercise -- start NN.K` writes the file; edit it, then `check NN.K`."
     );
     Ok(())

@@ -43,6 +43,16 @@ pub fn assembled(all_assembled: bool) -> Ran {
     ))
 }
 
+/// The ptxas the tests assemble with, as it names its version (`Cuda compilation tools, release 12.9,
+/// V12.9.86`), with its file.
+pub fn ptxas_version() -> Option<String> {
+    let ptxas = libs::find_tool("ptxas")?;
+    let out = std::process::Command::new(&ptxas).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let release = text.lines().rev().find(|l| l.contains("release"))?.trim().to_string();
+    Some(format!("{release} ({})", ptxas.display()))
+}
+
 /// A GPU with NVRTC and cuBLAS, or why the test cannot run here. Where GEMM_LADDER_REQUIRE_GPU is set
 /// (a GPU machine's test run), their absence fails the test instead.
 pub fn gpu() -> Result<Gpu, Skip> {
@@ -83,6 +93,22 @@ pub fn broken_kernels() -> &'static [KernelFile] {
         file("gemm_writes_nothing"),
         file("gemm_off_by_one_k"),
     ]))
+}
+
+/// `file` built with common.cuh's software bf16 rounding on any GPU (`GEMM_LADDER_SOFT_BF16`), as a
+/// T4 builds it.
+pub fn with_soft_bf16(file: &KernelFile) -> KernelFile {
+    let mut defines = file.defines.to_vec();
+    defines.push(("GEMM_LADDER_SOFT_BF16", 1));
+    KernelFile {
+        path: file.path,
+        text: file.text,
+        targets: file.targets,
+        entry: file.entry,
+        defines: Box::leak(defines.into_boxed_slice()),
+        max_dynamic_smem: file.max_dynamic_smem,
+        launch: file.launch,
+    }
 }
 
 /// The bring-up bound, in seconds, that tests/kernels/hung_wait.cu is built with.
