@@ -83,7 +83,7 @@ impl ValueFormatter for GpuTime {
 }
 
 fn main() {
-    let gpu = match (libs::driver_present(), libs::nvrtc_present()) {
+    let gpu = match (libs::driver_present(), gemm_ladder::device::nvrtc::present()) {
         (true, true) => match Gpu::open() {
             Ok(gpu) => gpu,
             Err(e) => return println!("ladder bench: skipped ({e})"),

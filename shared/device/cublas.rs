@@ -171,6 +171,11 @@ pub fn describe(apis: &CublasApis) -> Described {
     }
 }
 
+/// Whether cuBLAS and cuBLASLt can be loaded (of a major this driver runs).
+pub fn present() -> bool {
+    api().is_ok()
+}
+
 /// cuBLAS and cuBLASLt, loaded once for the process: of the CUDA major the driver runs (`device::libs`).
 pub fn api() -> Result<&'static Loaded<CublasApis>> {
     static CUBLAS: OnceLock<std::result::Result<Loaded<CublasApis>, libs::LoadFailure>> = OnceLock::new();

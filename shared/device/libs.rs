@@ -210,24 +210,6 @@ pub fn driver_cuda() -> Option<Version> {
     })
 }
 
-/// Whether NVRTC can be loaded (of a major this driver runs).
-pub fn nvrtc_present() -> bool {
-    crate::device::nvrtc::api().is_ok()
-}
-
-pub fn require_nvrtc() -> Result<()> {
-    crate::device::nvrtc::api().map(|_| ())
-}
-
-/// Whether cuBLAS and cuBLASLt can be loaded (of a major this driver runs).
-pub fn cublas_present() -> bool {
-    crate::device::cublas::api().is_ok()
-}
-
-pub fn require_cublas() -> Result<()> {
-    crate::device::cublas::api().map(|_| ())
-}
-
 /// `symbol_table! { /// doc \n pub struct Name { field = "cSymbol": fn(args) -> ret; … } }`: a struct of
 /// the C functions a library exports, every one resolved at once by `Name::resolve(&library)`, and
 /// the list of their names, `Name::SYMBOLS` (which the tests look up in each CUDA major).

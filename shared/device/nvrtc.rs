@@ -56,6 +56,11 @@ impl NvrtcApi {
     }
 }
 
+/// Whether NVRTC can be loaded (of a major this driver runs).
+pub fn present() -> bool {
+    api().is_ok()
+}
+
 /// NVRTC, loaded once for the process: of the CUDA major the driver runs (`device::libs`).
 pub fn api() -> Result<&'static Loaded<NvrtcApi>> {
     static NVRTC: OnceLock<std::result::Result<Loaded<NvrtcApi>, libs::LoadFailure>> = OnceLock::new();

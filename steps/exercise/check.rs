@@ -9,7 +9,6 @@ use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use gemm_ladder::check::problem::Shape;
 use gemm_ladder::check::verify::{self, Check};
 use gemm_ladder::device::gpu::Gpu;
-use gemm_ladder::device::libs;
 use gemm_ladder::device::nvrtc::{self, Output};
 use gemm_ladder::error::{Error, Result};
 use gemm_ladder::run::exercise::{self, Exercise, Kind, Prediction, Quantity};
@@ -537,7 +536,7 @@ fn cut(text: &str, columns: usize) -> String {
 /// `check --all`: every exercise of the student's folder, each in a child process (a hang ends only
 /// that one), one line each, then a summary. Predictions are the ones the progress file recorded.
 pub fn check_all(options: &CheckOptions) -> Result<Ending> {
-    if !libs::nvrtc_present() {
+    if !nvrtc::present() {
         return Err(Error::NoNvrtc);
     }
     let progress = Progress::load()?;

@@ -17,7 +17,7 @@ const NO_NVRTC: &str = "needs NVRTC, not found here (README: Requirements)";
 /// NVRTC, or why the test cannot run without it. Where GEMM_LADDER_REQUIRE_NVRTC is set (CI), a
 /// missing NVRTC fails the test instead.
 pub fn nvrtc() -> Ran {
-    if libs::nvrtc_present() {
+    if gemm_ladder::device::nvrtc::present() {
         return Ok(());
     }
     assert!(
@@ -67,10 +67,10 @@ pub fn gpu() -> Result<Gpu, Skip> {
         return Err(skip("needs a GPU: no NVIDIA driver (libcuda) here".into()));
     }
     let gpu = Gpu::open().map_err(|e| skip(format!("needs a GPU: {e}")))?;
-    if !libs::nvrtc_present() {
+    if !gemm_ladder::device::nvrtc::present() {
         return Err(skip(NO_NVRTC.into()));
     }
-    if !libs::cublas_present() {
+    if !gemm_ladder::device::cublas::present() {
         return Err(skip("needs cuBLAS, not found here (README: Requirements)".into()));
     }
     Ok(gpu)
