@@ -412,11 +412,11 @@ mod hopper {
     }
 
     /// The order of the trial launches of `plans` plans, round by round: the timing loop's rotation
-    /// (`timing::round_order`), so that over the timed rounds every plan holds every slot, and follows
+    /// (`rounds::round_order`), so that over the timed rounds every plan holds every slot, and follows
     /// every other plan, equally often. The first round warms up, untimed; then whole periods of the
     /// rotation, at least [`TRIAL_LAUNCHES`] rounds.
     pub fn trial_rounds(plans: usize) -> Vec<Vec<usize>> {
-        use crate::run::timing::{rotation_period, round_order};
+        use crate::run::rounds::{rotation_period, round_order};
         let period = rotation_period(plans);
         let timed = period * TRIAL_LAUNCHES.div_ceil(period);
         (0..=timed).map(|r| round_order(r, plans)).collect()
@@ -493,19 +493,33 @@ mod hopper {
         format!("{BM}×{}{pairing}, {split}", tile.bn)
     }
 
-    /// Tells the harness the tile and decomposition chosen for a shape, how many clusters of that tile
-    /// fit (`fit`), and how it was chosen (`how`): printed, kept in the record.
-    fn announce(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition, fit: u32, how: &str) {
+    /// `step 10 at 1024x1024x1024: 128×64 blocks on their own, data-parallel: …`: what a plan launches.
+    fn plan_text(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition) -> String {
         let pairing = match (tile.cluster_m, tile.cluster_n) {
             (1, 1) => "on their own".to_string(),
             (m, 1) => format!("in clusters of {m} along M"),
             (_, n) => format!("in clusters of {n} along N"),
         };
-        let text = format!(
-            "step 10 at {shape}: {BM}×{} blocks {pairing}, {}; {how}",
+        format!(
+            "step 10 at {shape}: {BM}×{} blocks {pairing}, {}",
             tile.bn,
             d.describe()
-        );
+        )
+    }
+
+    /// The plan of `ranked` whose text ([`plan_text`]) begins `told` (a parent's record's plan, which
+    /// goes on to say how it was chosen), if any.
+    fn told_plan_among(shape: crate::check::problem::Shape, ranked: &[TilePlan], told: &str) -> Option<TilePlan> {
+        ranked.iter().copied().find(|(i, _, d)| {
+            let text = plan_text(shape, TILES[*i], d);
+            told == text || told.starts_with(&format!("{text};"))
+        })
+    }
+
+    /// Tells the harness the tile and decomposition chosen for a shape, how many clusters of that tile
+    /// fit (`fit`), and how it was chosen (`how`): printed, kept in the record.
+    fn announce(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition, fit: u32, how: &str) {
+        let text = format!("{}; {how}", plan_text(shape, tile, d));
         let clusters_fit = Some(crate::run::registry::ClustersFit {
             cluster_blocks: tile.blocks(),
             clusters: fit,
@@ -599,10 +613,20 @@ mod hopper {
         for (start, end) in events.iter().flatten() {
             times.push(start.elapsed_ms(end).map_err(Error::cuda("reading an event"))? as f64);
         }
-        let labels: Vec<String> = plans.iter().map(plan_label).collect();
-        let names: Vec<&str> = labels.iter().map(String::as_str).collect();
-        let timings = crate::run::timing::summarise_rounds(&times, &names, &shape)?;
-        Ok(timings.iter().map(|t| t.median_ms).collect())
+        // Listed round by round in plan order: plan j's are every `plans.len()`th from the j-th.
+        (0..plans.len())
+            .map(|j| {
+                let own: Vec<f64> = times.iter().skip(j).step_by(plans.len()).copied().collect();
+                crate::run::rounds::median(&own)
+                    .filter(|ms| ms.is_finite() && *ms > 0.0)
+                    .ok_or_else(|| {
+                        Error::Other(format!(
+                            "{what}: the events gave no usable times for {}",
+                            plan_label(&plans[j])
+                        ))
+                    })
+            })
+            .collect()
     }
 
     /// The plan for `shape`, once per GPU context and shape: choosing loads every tile's kernel, asks
@@ -645,7 +669,15 @@ mod hopper {
                 .unwrap_or_else(|| Error::Other(format!("no tile of step 10 fits on this GPU at {shape}"))));
         };
         let trials = trial_plans(shape, fits);
-        let ((best, stream_k, d), how) = if !choice_is_measured()? {
+        let told = crate::run::registry::told_plan();
+        let ((best, stream_k, d), how) = if let Some(told) = told {
+            let plan = told_plan_among(shape, &ranked_plans(shape, fits), &told).ok_or_else(|| {
+                Error::Other(format!(
+                    "the plan this process was told to launch is none of step 10's here: `{told}`"
+                ))
+            })?;
+            (plan, "the plan the parent process told".to_string())
+        } else if !choice_is_measured()? {
             (modelled, format!("the model's choice ({CHOICE_VARIABLE}=model)"))
         } else {
             let times = time_plans(func, stream, ops, &trials)?;
@@ -658,7 +690,7 @@ mod hopper {
                 .map(|(plan, ms)| format!("{} {ms:.3} ms", plan_label(plan)))
                 .collect();
             let how = format!(
-                "measured at the first launch, the median of {} launches each of the model's first guess and the next: {}",
+                "measured at the first launch (the median of {} launches each, the model's first guess first): {}",
                 trial_rounds(trials.len()).len() - 1,
                 timed.join("; ")
             );
@@ -942,6 +974,27 @@ mod hopper {
             assert_eq!(plan_label(&whole), "128×256, data-parallel");
             let along_n = (5, StreamK::Off, decomposition(shape, 5, 66, StreamK::Off));
             assert_eq!(plan_label(&along_n), "128×64 ×2 along N, data-parallel");
+        }
+
+        /// The profiling child launches the plan its parent's record told, however it was chosen.
+        #[test]
+        fn a_told_plan_is_found_among_the_candidates() {
+            use crate::check::problem::Shape;
+            let shape = Shape::square(8192);
+            let ranked = ranked_plans(shape, h100_fits());
+            for plan in &ranked {
+                let (i, _, d) = plan;
+                let measured = format!("{}; measured at the first launch …", plan_text(shape, TILES[*i], d));
+                assert!(same_launch(&told_plan_among(shape, &ranked, &measured).unwrap(), plan));
+                let bare = plan_text(shape, TILES[*i], d);
+                assert!(same_launch(&told_plan_among(shape, &ranked, &bare).unwrap(), plan));
+            }
+            // Another shape's plan, or a truncated one, is none of these.
+            let (i, _, d) = ranked[0];
+            let other = plan_text(Shape::square(4096), TILES[i], &d);
+            assert_eq!(told_plan_among(shape, &ranked, &other), None);
+            let cut = plan_text(shape, TILES[i], &d);
+            assert_eq!(told_plan_among(shape, &ranked, &cut[..cut.len() - 3]), None);
         }
 
         #[test]
