@@ -590,6 +590,9 @@ const CUBLAS_LAUNCHES: &str = "16";
 pub struct StepKernel<'a> {
     pub entry: &'a str,
     pub path: &'a str,
+    /// The plan the record's launch told, handed to the child (`registry::TOLD_PLAN_ENV`) so that it
+    /// launches the same one.
+    pub plan: Option<&'a str>,
 }
 
 /// Runs the child's kernel under ncu with `clock` and reads its counters: for a step, its kernel
@@ -613,6 +616,7 @@ pub fn run_ncu(
     for _attempt in 0..6 {
         let missing = MISSING.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let metrics = metrics_to_request(&available, &missing);
+        let told_plan = kernel.and_then(|k| k.plan).unwrap_or("");
         let output = Command::new(ncu)
             .args(&which)
             .args(["--clock-control", clock.ncu_value()])
@@ -620,6 +624,7 @@ pub fn run_ncu(
             .args(["--section", "WarpStateStats", "--metrics", &metrics.join(",")])
             .arg(child)
             .env(CHILD_ENV, request.encode())
+            .env(crate::run::registry::TOLD_PLAN_ENV, told_plan)
             .output()
             .map_err(Error::io(format!("running {}", ncu.display())))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -709,6 +714,7 @@ pub fn profile_records_with(child: &Path, records: &mut [StepRecord], seed: u64,
         let kernel = StepKernel {
             entry,
             path: &record.kernel,
+            plan: record.plan.as_deref(),
         };
         println!(
             "profiling {} {} under {} (clock control {}) ...",

@@ -9,20 +9,21 @@
 //! their fixtures with any file of the folder):
 //!
 //! 1. [`edit`]: checked edits of a kernel's text (the exercises' starters).
-//! 2. [`workspace`]: the session's one global-memory workspace and each launch's view of it.
-//! 3. [`registry`]: the step contract: steps, kernel files, formats and baselines, launches.
-//! 4. [`loader`]: compiling and loading a kernel file, once per context.
-//! 5. [`persistent`]: the persistent kernels' launch builder and tensor-map cache.
-//! 6. [`steps`]: every step's registration (`steps/stepNN_*/step.rs`).
-//! 7. [`exercise`]: the exercises: metadata and one checked edit of a step's kernel each.
-//! 8. [`profile`]: what a record keeps of what explains its time.
-//! 9. [`results`]: the records and the results files.
-//! 10. [`provenance`]: which kernel source a record ran, against the source shown now.
-//! 11. [`timing`]: the alternating loop that times the step and its baselines.
-//! 12. [`report`]: the printed report of a run.
-//! 13. [`ceiling`]: the `mma.sync` ceiling the sm80 twins are read against.
-//! 14. [`session`]: compiling, verifying and timing a step on the GPU.
-//! 15. [`sweep`]: the size sweep.
+//! 2. [`rounds`]: the order of a loop's launches (no favoured slot) and the median of a contender's.
+//! 3. [`workspace`]: the session's one global-memory workspace and each launch's view of it.
+//! 4. [`registry`]: the step contract: steps, kernel files, formats and baselines, launches.
+//! 5. [`loader`]: compiling and loading a kernel file, once per context.
+//! 6. [`persistent`]: the persistent kernels' launch builder and tensor-map cache.
+//! 7. [`steps`]: every step's registration (`steps/stepNN_*/step.rs`).
+//! 8. [`exercise`]: the exercises: metadata and one checked edit of a step's kernel each.
+//! 9. [`profile`]: what a record keeps of what explains its time.
+//! 10. [`results`]: the records and the results files.
+//! 11. [`provenance`]: which kernel source a record ran, against the source shown now.
+//! 12. [`timing`]: the alternating loop that times the step and its baselines.
+//! 13. [`report`]: the printed report of a run.
+//! 14. [`ceiling`]: the `mma.sync` ceiling the sm80 twins are read against.
+//! 15. [`session`]: compiling, verifying and timing a step on the GPU.
+//! 16. [`sweep`]: the size sweep.
 
 pub mod ceiling;
 pub mod edit;
@@ -34,6 +35,7 @@ pub mod provenance;
 pub mod registry;
 pub mod report;
 pub mod results;
+pub mod rounds;
 pub mod session;
 pub mod steps;
 pub mod sweep;

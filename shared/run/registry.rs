@@ -722,6 +722,17 @@ pub fn tell_plan(kernel: &KernelFile, shape: Shape, plan: Plan) {
     }
 }
 
+/// Set in a child process that must launch what its parent's record ran (the profiling child under
+/// ncu): the plan the record's launch told. A launch that chooses its plan by timing candidates (step
+/// 10) launches this one instead, so that the child neither times trials under the profiler nor
+/// chooses otherwise than the record.
+pub const TOLD_PLAN_ENV: &str = "GEMM_LADDER_TOLD_PLAN";
+
+/// The plan a parent process told this one to launch ([`TOLD_PLAN_ENV`]), if any.
+pub fn told_plan() -> Option<String> {
+    std::env::var(TOLD_PLAN_ENV).ok().filter(|p| !p.is_empty())
+}
+
 /// What the launch of `kernel` last told for `shape`, if it tells anything.
 pub fn plan_for(kernel: &KernelFile, shape: Shape) -> Option<Plan> {
     PLANS

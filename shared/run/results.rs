@@ -37,11 +37,7 @@ impl Timing {
         let mut sorted = samples_ms.to_vec();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
-        let median_ms = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
-        };
+        let median_ms = crate::run::rounds::median(&sorted)?;
         Some(Timing {
             median_ms,
             min_ms: sorted[0],

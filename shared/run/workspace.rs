@@ -66,11 +66,20 @@ pub struct WorkspaceView {
     /// The scratch: `scratch_bytes` bytes, 1024-byte aligned, of whatever an earlier launch left.
     pub scratch: u64,
     pub scratch_bytes: u64,
-    /// This launch's epoch: larger than any a flag holds, by one more than the session's last launch.
+    /// This launch's epoch: newer than any earlier launch's in the process, so no flag holds it yet.
     pub epoch: u32,
 }
 
 impl WorkspaceView {
+    /// The same workspace with a new epoch, for a further launch made within this one's (step 10's
+    /// trial launches of its candidate plans): its flags are raised to an epoch no other launch uses.
+    pub fn renewed(&self) -> WorkspaceView {
+        WorkspaceView {
+            epoch: next_epoch(),
+            ..*self
+        }
+    }
+
     /// The flags' address, if there are at least `bytes` of them; otherwise one line naming `who`.
     pub fn flags(&self, bytes: u64, who: &str) -> Result<u64> {
         self.take(self.flags, self.flag_bytes, bytes, "flags", who)
@@ -100,11 +109,20 @@ impl WorkspaceView {
 /// step needs more, never shrunk; the memory is a `CudaSlice`, which holds its context, so it is freed
 /// in that context when the session ends. Each launch takes a view with a new epoch
 /// ([`Workspace::next_launch`]): flags are raised to epochs, never cleared, and since every launch's
-/// epoch is one more than the last, a flag left by any earlier launch (of any kernel) is older.
+/// epoch is one more than the last launch's in the process ([`next_epoch`]), a flag left by any
+/// earlier launch (of any kernel) holds an older one.
 pub struct Workspace {
     memory: Option<CudaSlice<u8>>,
     held: WorkspaceNeed,
-    epoch: AtomicU32,
+}
+
+/// The epochs of the process's launches, counted once for every workspace: a launch may draw more
+/// than one ([`WorkspaceView::renewed`]) without a view of the workspace that counts them.
+static EPOCHS: AtomicU32 = AtomicU32::new(0);
+
+/// One more than the last launch's epoch (the first is 1: zeroed flags are older than every launch).
+fn next_epoch() -> u32 {
+    EPOCHS.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
 }
 
 impl Default for Workspace {
@@ -118,7 +136,6 @@ impl Workspace {
         Workspace {
             memory: None,
             held: WorkspaceNeed::NONE,
-            epoch: AtomicU32::new(0),
         }
     }
 
@@ -153,14 +170,9 @@ impl Workspace {
         Ok(())
     }
 
-    /// One more than the last launch's epoch (the first is 1: zeroed flags are older than every launch).
-    fn next_epoch(&self) -> u32 {
-        self.epoch.fetch_add(1, Ordering::Relaxed).wrapping_add(1)
-    }
-
     /// The workspace for one launch on `stream`, with a new epoch (one more than the last launch's).
     pub fn next_launch(&self, stream: &CudaStream) -> WorkspaceView {
-        let epoch = self.next_epoch();
+        let epoch = next_epoch();
         match &self.memory {
             None => WorkspaceView {
                 epoch,
@@ -230,9 +242,29 @@ mod tests {
 
     #[test]
     fn every_launch_has_a_new_epoch() {
+        // Other tests draw epochs at the same time: each draw is newer than the last, not one more.
         let workspace = Workspace::new();
-        let epochs: Vec<u32> = (0..3).map(|_| workspace.next_epoch()).collect();
-        assert_eq!(epochs, [1, 2, 3]);
+        let epochs: Vec<u32> = (0..3).map(|_| next_epoch()).collect();
+        assert!(
+            epochs[0] >= 1 && epochs[0] < epochs[1] && epochs[1] < epochs[2],
+            "{epochs:?}"
+        );
         assert_eq!(workspace.held(), WorkspaceNeed::NONE);
+        // A launch within a launch takes the same workspace with a newer epoch.
+        let view = WorkspaceView {
+            flags: 0x1000,
+            flag_bytes: 64,
+            epoch: epochs[2],
+            ..WorkspaceView::default()
+        };
+        let trial = view.renewed();
+        assert!(trial.epoch > view.epoch, "{trial:?}");
+        assert_eq!(
+            WorkspaceView {
+                epoch: view.epoch,
+                ..trial
+            },
+            view
+        );
     }
 }

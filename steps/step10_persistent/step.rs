@@ -3,8 +3,9 @@
 //! Hopper (`sm90.cu`): step 09's kernel, persistent: the grid is as many clusters as fit on the GPU at
 //! once (the driver is asked), each cluster walks its tiles in a grouped order (`GROUP_M` tile rows
 //! at a time), and the producer runs ahead into the next tile while the consumers store the last.
-//! Which tile (128×256 blocks in pairs, or on their own, or 128×128 or 128×64 blocks) is chosen from
-//! the shape (`choose_tile`), and the tiles of a ragged last wave are shared out by K (stream-K).
+//! Which tile (128×256 blocks in pairs, or on their own, or 128×128 or 128×64 blocks) and whether the
+//! tiles of a ragged last wave are shared out by K (stream-K) is chosen per shape: a model ranks the
+//! plans (`choose_plan`), and the first launch at a shape times the best few (`trial_plans`).
 //!
 //! Blackwell (`sm100.cu`, assembled, not run here): step 09's kernel, persistent in the same way (one
 //! pair of blocks per place, the same grouped order), with two TMEM accumulators (2 × 256 columns) so
@@ -345,26 +346,82 @@ mod hopper {
             .chain([(0, StreamK::Off), (0, StreamK::AllClusters)])
     }
 
-    /// The plan for `shape`: the candidate ([`candidate_plans`]) whose decomposition over the clusters
-    /// that fit (`fits[i]` for `TILES[i]`, asked of the driver) has the least modelled time
-    /// ([`modelled_cycles`]); on a tie, the earlier in the list. A tile of which no cluster fits (0)
-    /// is never chosen; `None` if none fits.
-    pub fn choose_plan(shape: crate::check::problem::Shape, fits: [u32; 6]) -> Option<(usize, StreamK, Decomposition)> {
-        let k_tiles = shape.k.div_ceil(BK as usize) as u32;
-        candidate_plans()
+    /// A plan: a tile of [`TILES`], how it shares the last wave, and the decomposition that gives.
+    pub type TilePlan = (usize, StreamK, Decomposition);
+
+    /// The decomposition of `shape`'s tiles of `TILES[i]` over `fit` clusters.
+    fn decomposition(shape: crate::check::problem::Shape, i: usize, fit: u32, stream_k: StreamK) -> Decomposition {
+        let t = TILES[i];
+        let tiles = shape.tiles(t.cluster_m * BM, t.cluster_n * t.bn) as u32;
+        Decomposition::choose(tiles, shape.k.div_ceil(BK as usize) as u32, fit, stream_k)
+    }
+
+    /// The candidates ([`candidate_plans`]) with their decompositions over the clusters that fit
+    /// (`fits[i]` for `TILES[i]`, asked of the driver), least modelled time ([`modelled_cycles`])
+    /// first; on a tie, the earlier in the list. A tile of which no cluster fits (0) is left out, and
+    /// so is a candidate that launches the same tile and decomposition as one before it.
+    pub fn ranked_plans(shape: crate::check::problem::Shape, fits: [u32; 6]) -> Vec<TilePlan> {
+        let mut costed: Vec<((u64, usize), TilePlan)> = candidate_plans()
             .enumerate()
             .filter(|(_, (i, _))| fits[*i] > 0)
             .map(|(place, (i, stream_k))| {
-                let t = TILES[i];
-                let tiles = shape.tiles(t.cluster_m * BM, t.cluster_n * t.bn) as u32;
-                let d = Decomposition::choose(tiles, k_tiles, fits[i], stream_k);
-                ((modelled_cycles(t, &d), place), (i, stream_k, d))
+                let d = decomposition(shape, i, fits[i], stream_k);
+                ((modelled_cycles(TILES[i], &d), place), (i, stream_k, d))
             })
-            .min_by_key(|(cost_then_place, _)| *cost_then_place)
-            .map(|(_, plan)| plan)
+            .collect();
+        costed.sort_by_key(|(cost_then_place, _)| *cost_then_place);
+        let mut ranked: Vec<TilePlan> = Vec::new();
+        for (_, plan) in costed {
+            if !ranked.iter().any(|p| same_launch(p, &plan)) {
+                ranked.push(plan);
+            }
+        }
+        ranked
+    }
+
+    /// Whether two plans launch the same kernel with the same grid and split.
+    fn same_launch(a: &TilePlan, b: &TilePlan) -> bool {
+        (a.0, a.2) == (b.0, b.2)
+    }
+
+    /// The model's plan for `shape`: the first of [`ranked_plans`]; `None` if no tile fits.
+    pub fn choose_plan(shape: crate::check::problem::Shape, fits: [u32; 6]) -> Option<TilePlan> {
+        ranked_plans(shape, fits).into_iter().next()
     }
 
     // ANCHOR_END: choice
+
+    // ANCHOR: trials
+    /// Plans the model ranks best that the first launch at a shape times ([`trial_plans`]).
+    pub const MODEL_TRIALS: usize = 3;
+    /// Timed launches of each trial plan, at least (whole periods of the rotation: [`trial_rounds`]).
+    pub const TRIAL_LAUNCHES: u32 = 3;
+
+    /// The plans the first launch at `shape` times before it chooses: the model's [`MODEL_TRIALS`]
+    /// best, its first guess first, then the default tile whole (data-parallel, the plan that needs
+    /// no model) unless it is one of them. Empty if no tile fits.
+    pub fn trial_plans(shape: crate::check::problem::Shape, fits: [u32; 6]) -> Vec<TilePlan> {
+        let mut trials: Vec<TilePlan> = ranked_plans(shape, fits).into_iter().take(MODEL_TRIALS).collect();
+        if fits[0] > 0 {
+            let whole = (0, StreamK::Off, decomposition(shape, 0, fits[0], StreamK::Off));
+            if !trials.iter().any(|p| same_launch(p, &whole)) {
+                trials.push(whole);
+            }
+        }
+        trials
+    }
+
+    /// The order of the trial launches of `plans` plans, round by round: the timing loop's rotation
+    /// (`rounds::round_order`), so that over the timed rounds every plan holds every slot, and follows
+    /// every other plan, equally often. The first round warms up, untimed; then whole periods of the
+    /// rotation, at least [`TRIAL_LAUNCHES`] rounds.
+    pub fn trial_rounds(plans: usize) -> Vec<Vec<usize>> {
+        use crate::run::rounds::{rotation_period, round_order};
+        let period = rotation_period(plans);
+        let timed = period * TRIAL_LAUNCHES.div_ceil(period);
+        (0..=timed).map(|r| round_order(r, plans)).collect()
+    }
+    // ANCHOR_END: trials
 
     // ANCHOR: workspace
     /// Blocks a launch has flags for: more than any GPU holds at once (one block per SM).
@@ -384,8 +441,8 @@ mod hopper {
     }
 
     /// The partials' and the flags' addresses for `blocks` blocks of a tile `bn` columns wide. Each
-    /// launch raises its flags to its own epoch (`ops.workspace.epoch`, one more than the session's
-    /// last launch), so they never need clearing.
+    /// launch raises its flags to its own epoch (`ops.workspace.epoch`, newer than any earlier
+    /// launch's), so they never need clearing.
     fn stream_k_workspace(ops: &GemmOperands, blocks: u32, bn: u32) -> Result<(u64, u64)> {
         let who = format!("step 10's stream-K ({blocks} blocks of 128×{bn})");
         let flags = ops.workspace.flags(blocks as u64 * CONSUMERS as u64 * 4, &who)?;
@@ -420,19 +477,49 @@ mod hopper {
         Ok(([a_map, b_map, c_map], use_tma_store))
     }
 
-    /// Tells the harness the tile and decomposition chosen for a shape, and how many clusters of
-    /// that tile fit (`fit`): printed, kept in the record.
-    fn announce(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition, fit: u32) {
+    /// `128×256 ×2 along M, stream-K on 66 clusters`: a plan in a few words, for the list of trials.
+    fn plan_label(plan: &TilePlan) -> String {
+        let (i, _, d) = plan;
+        let tile = TILES[*i];
+        let pairing = match (tile.cluster_m, tile.cluster_n) {
+            (1, 1) => String::new(),
+            (m, 1) => format!(" ×{m} along M"),
+            (_, n) => format!(" ×{n} along N"),
+        };
+        let split = match d.sk_clusters {
+            0 => "data-parallel".to_string(),
+            sk => format!("stream-K on {sk} clusters"),
+        };
+        format!("{BM}×{}{pairing}, {split}", tile.bn)
+    }
+
+    /// `step 10 at 1024x1024x1024: 128×64 blocks on their own, data-parallel: …`: what a plan launches.
+    fn plan_text(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition) -> String {
         let pairing = match (tile.cluster_m, tile.cluster_n) {
             (1, 1) => "on their own".to_string(),
             (m, 1) => format!("in clusters of {m} along M"),
             (_, n) => format!("in clusters of {n} along N"),
         };
-        let text = format!(
+        format!(
             "step 10 at {shape}: {BM}×{} blocks {pairing}, {}",
             tile.bn,
             d.describe()
-        );
+        )
+    }
+
+    /// The plan of `ranked` whose text ([`plan_text`]) begins `told` (a parent's record's plan, which
+    /// goes on to say how it was chosen), if any.
+    fn told_plan_among(shape: crate::check::problem::Shape, ranked: &[TilePlan], told: &str) -> Option<TilePlan> {
+        ranked.iter().copied().find(|(i, _, d)| {
+            let text = plan_text(shape, TILES[*i], d);
+            told == text || told.starts_with(&format!("{text};"))
+        })
+    }
+
+    /// Tells the harness the tile and decomposition chosen for a shape, how many clusters of that tile
+    /// fit (`fit`), and how it was chosen (`how`): printed, kept in the record.
+    fn announce(shape: crate::check::problem::Shape, tile: Tile, d: &Decomposition, fit: u32, how: &str) {
+        let text = format!("{}; {how}", plan_text(shape, tile, d));
         let clusters_fit = Some(crate::run::registry::ClustersFit {
             cluster_blocks: tile.blocks(),
             clusters: fit,
@@ -440,16 +527,116 @@ mod hopper {
         tell_plan(&KERNEL, shape, Plan { text, clusters_fit });
     }
 
-    /// The plan chosen for `shape`, once per GPU context and shape: choosing loads every tile's
-    /// kernel and asks the driver how many of its clusters fit, which a timing loop's launches
-    /// should not each do.
-    fn chosen_plan(
+    // ANCHOR: choice_variable
+    /// Set to `model`, step 10 launches the plan its model ranks first ([`choose_plan`]) and times
+    /// nothing; unset (or `measured`), the first launch at a shape times the model's best plans and
+    /// keeps the fastest ([`trial_plans`]).
+    pub const CHOICE_VARIABLE: &str = "GEMM_LADDER_STEP10_CHOICE";
+    // ANCHOR_END: choice_variable
+
+    /// Whether the choice is measured (`true`) or the model's alone: [`CHOICE_VARIABLE`].
+    fn choice_is_measured() -> Result<bool> {
+        match std::env::var(CHOICE_VARIABLE).as_deref() {
+            Err(_) | Ok("") | Ok("measured") => Ok(true),
+            Ok("model") => Ok(false),
+            Ok(other) => Err(Error::Other(format!(
+                "{CHOICE_VARIABLE}={other}: step 10's choice is `measured` (the default) or `model`"
+            ))),
+        }
+    }
+
+    /// Times `plans` on `ops`'s operands in [`trial_rounds`], each launch into a scratch C (the
+    /// caller's C keeps what it holds: the verification poisons it to catch elements no launch writes)
+    /// with a workspace epoch of its own; the median of each plan's timed launches, in milliseconds.
+    fn time_plans(
         func: &CudaFunction,
         stream: &CudaStream,
-        shape: crate::check::problem::Shape,
-    ) -> Result<(usize, StreamK)> {
+        ops: &GemmOperands,
+        plans: &[TilePlan],
+    ) -> Result<Vec<f64>> {
+        use crate::device::gpu::{hang_deadline, wait_for};
+        use cudarc::driver::{sys::CUevent_flags, CudaEvent, DevicePtr};
+        let shape = ops.shape;
+        let scratch = stream
+            .context()
+            .default_stream()
+            .alloc_zeros::<u16>(shape.m * shape.n)
+            .map_err(|e| Error::OutOfMemory(format!("step 10's scratch C for its trial launches at {shape} ({e})")))?;
+        let (c, _in_use) = scratch.device_ptr(stream);
+        let functions = plans
+            .iter()
+            .map(|&(i, _, _)| match i {
+                0 => Ok(func.clone()),
+                _ => crate::run::loader::function_in(stream, &TILE_KERNELS[i]),
+            })
+            .collect::<Result<Vec<CudaFunction>>>()?;
+        let event = || {
+            stream
+                .context()
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(Error::cuda("creating an event"))
+        };
+        let record = |e: &CudaEvent| e.record(stream).map_err(Error::cuda("recording an event"));
+        let rounds = trial_rounds(plans.len());
+        let events = rounds[1..]
+            .iter()
+            .map(|_| plans.iter().map(|_| Ok((event()?, event()?))).collect())
+            .collect::<Result<Vec<Vec<(CudaEvent, CudaEvent)>>>>()?;
+        for (r, order) in rounds.iter().enumerate() {
+            for &j in order {
+                // Round 0 warms up, untimed.
+                let timed = r.checked_sub(1).map(|t| &events[t][j]);
+                if let Some((start, _)) = timed {
+                    record(start)?;
+                }
+                let trial = GemmOperands {
+                    c,
+                    workspace: ops.workspace.renewed(),
+                    ..*ops
+                };
+                let (i, stream_k, _) = plans[j];
+                launch_with(&functions[j], stream, &trial, TILES[i], stream_k)?;
+                if let Some((_, end)) = timed {
+                    record(end)?;
+                }
+            }
+        }
+        let done = event()?;
+        record(&done)?;
+        let what = format!("step 10's trial launches at {shape}");
+        wait_for(&done, &what, hang_deadline() * rounds.len() as u32)?;
+        stream
+            .context()
+            .check_err()
+            .map_err(Error::cuda(format!("running {what}")))?;
+        let mut times = Vec::with_capacity(events.len() * plans.len());
+        for (start, end) in events.iter().flatten() {
+            times.push(start.elapsed_ms(end).map_err(Error::cuda("reading an event"))? as f64);
+        }
+        // Listed round by round in plan order: plan j's are every `plans.len()`th from the j-th.
+        (0..plans.len())
+            .map(|j| {
+                let own: Vec<f64> = times.iter().skip(j).step_by(plans.len()).copied().collect();
+                crate::run::rounds::median(&own)
+                    .filter(|ms| ms.is_finite() && *ms > 0.0)
+                    .ok_or_else(|| {
+                        Error::Other(format!(
+                            "{what}: the events gave no usable times for {}",
+                            plan_label(&plans[j])
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    /// The plan for `shape`, once per GPU context and shape: choosing loads every tile's kernel, asks
+    /// the driver how many of its clusters fit, and times the best plans on `ops`'s operands
+    /// ([`time_plans`]), which a timing loop's launches should not each do. The first launch at a
+    /// shape is the verification's, before any timing.
+    fn chosen_plan(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<(usize, StreamK)> {
         type Key = (usize, crate::check::problem::Shape);
         static CHOSEN: Mutex<Vec<(Key, (usize, StreamK))>> = Mutex::new(Vec::new());
+        let shape = ops.shape;
         let key = (stream.context().cu_ctx() as usize, shape);
         if let Some((_, best)) = CHOSEN
             .lock()
@@ -477,11 +664,39 @@ mod hopper {
                 }
             }
         }
-        let Some((best, stream_k, d)) = choose_plan(shape, fits) else {
+        let Some(modelled) = choose_plan(shape, fits) else {
             return Err(first_refusal
                 .unwrap_or_else(|| Error::Other(format!("no tile of step 10 fits on this GPU at {shape}"))));
         };
-        announce(shape, TILES[best], &d, fits[best]);
+        let trials = trial_plans(shape, fits);
+        let told = crate::run::registry::told_plan();
+        let ((best, stream_k, d), how) = if let Some(told) = told {
+            let plan = told_plan_among(shape, &ranked_plans(shape, fits), &told).ok_or_else(|| {
+                Error::Other(format!(
+                    "the plan this process was told to launch is none of step 10's here: `{told}`"
+                ))
+            })?;
+            (plan, "the plan the parent process told".to_string())
+        } else if !choice_is_measured()? {
+            (modelled, format!("the model's choice ({CHOICE_VARIABLE}=model)"))
+        } else {
+            let times = time_plans(func, stream, ops, &trials)?;
+            let fastest = (0..trials.len())
+                .min_by(|&a, &b| times[a].total_cmp(&times[b]))
+                .expect("the model's plan is among the trials");
+            let timed: Vec<String> = trials
+                .iter()
+                .zip(&times)
+                .map(|(plan, ms)| format!("{} {ms:.3} ms", plan_label(plan)))
+                .collect();
+            let how = format!(
+                "measured at the first launch (the median of {} launches each, the model's first guess first): {}",
+                trial_rounds(trials.len()).len() - 1,
+                timed.join("; ")
+            );
+            (trials[fastest], how)
+        };
+        announce(shape, TILES[best], &d, fits[best], &how);
         CHOSEN
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -496,7 +711,7 @@ mod hopper {
         if !crate::run::loader::compiled_from(func, &KERNEL) {
             return launch_with(func, stream, ops, TILES[0], StreamK::Modelled);
         }
-        match chosen_plan(func, stream, ops.shape)? {
+        match chosen_plan(func, stream, ops)? {
             (0, stream_k) => launch_with(func, stream, ops, TILES[0], stream_k),
             (best, stream_k) => {
                 let f = crate::run::loader::function_in(stream, &TILE_KERNELS[best])?;
@@ -680,6 +895,106 @@ mod hopper {
                 refused.contains("step 10's stream-K (133 blocks") && !refused.contains('\n'),
                 "{refused}"
             );
+        }
+
+        /// The first launch at a shape times the model's best plans, its first guess first, and the
+        /// default tile whole: each launch once, only tiles that fit.
+        #[test]
+        fn the_trials_are_the_models_best_and_the_default_tile_whole() {
+            use crate::check::problem::Shape;
+            let shapes = [
+                Shape::square(4096),
+                Shape::square(8192),
+                Shape::new(768, 512, 19456),
+                Shape::new(128, 8192, 8192),
+                Shape::square(1024),
+            ];
+            for shape in shapes {
+                let trials = trial_plans(shape, h100_fits());
+                assert_eq!(trials.first(), choose_plan(shape, h100_fits()).as_ref(), "{shape}");
+                assert!((2..=MODEL_TRIALS + 1).contains(&trials.len()), "{shape}: {trials:?}");
+                let whole = (0, StreamK::Off, decomposition(shape, 0, 132, StreamK::Off));
+                assert!(trials.iter().any(|p| same_launch(p, &whole)), "{shape}: {trials:?}");
+                for (n, a) in trials.iter().enumerate() {
+                    assert!(trials[..n].iter().all(|b| !same_launch(a, b)), "{shape}: {trials:?}");
+                }
+                // The model's ranking, in order, before the data-parallel plan it may have ranked lower.
+                let ranked = ranked_plans(shape, h100_fits());
+                assert_eq!(
+                    trials[..MODEL_TRIALS.min(trials.len())],
+                    ranked[..MODEL_TRIALS.min(trials.len())]
+                );
+            }
+            // The default tile does not fit: no data-parallel plan of it, only the model's best.
+            let mut fits = h100_fits();
+            fits[0] = 0;
+            let trials = trial_plans(Shape::square(4096), fits);
+            assert!(
+                !trials.is_empty() && trials.iter().all(|(i, _, _)| *i != 0),
+                "{trials:?}"
+            );
+            assert!(trial_plans(Shape::square(4096), [0; 6]).is_empty());
+        }
+
+        /// The trials rotate as the timing loop does: after an untimed warm-up round, every plan holds
+        /// every slot equally often, in at least `TRIAL_LAUNCHES` timed rounds.
+        #[test]
+        fn the_trials_rotate_so_that_no_plan_has_a_favourite_slot() {
+            for plans in 1..=MODEL_TRIALS + 1 {
+                let rounds = trial_rounds(plans);
+                let timed = &rounds[1..];
+                assert!(timed.len() as u32 >= TRIAL_LAUNCHES, "{plans}: {rounds:?}");
+                let mut held = vec![vec![0; plans]; plans];
+                for order in &rounds {
+                    let mut sorted = order.clone();
+                    sorted.sort();
+                    assert_eq!(sorted, (0..plans).collect::<Vec<_>>(), "each plan once a round");
+                }
+                for order in timed {
+                    for (slot, &plan) in order.iter().enumerate() {
+                        held[plan][slot] += 1;
+                    }
+                }
+                let each = timed.len() / plans;
+                assert!(held.iter().flatten().all(|&n| n == each), "{plans}: {held:?}");
+            }
+            // Four plans (the usual trial): a warm-up and four timed rounds.
+            assert_eq!(trial_rounds(4).len(), 5);
+        }
+
+        /// A trial's label names the tile and the split without the words the record's readers look
+        /// for in the chosen plan (`in clusters of`, ` over `): the list follows the chosen plan.
+        #[test]
+        fn a_trial_label_is_short_and_leaves_the_chosen_plan_alone() {
+            use crate::check::problem::Shape;
+            let shape = Shape::square(8192);
+            let pairs = (1, StreamK::Modelled, decomposition(shape, 1, 66, StreamK::Modelled));
+            assert_eq!(plan_label(&pairs), "128×256 ×2 along M, stream-K on 66 clusters");
+            let whole = (0, StreamK::Off, decomposition(shape, 0, 132, StreamK::Off));
+            assert_eq!(plan_label(&whole), "128×256, data-parallel");
+            let along_n = (5, StreamK::Off, decomposition(shape, 5, 66, StreamK::Off));
+            assert_eq!(plan_label(&along_n), "128×64 ×2 along N, data-parallel");
+        }
+
+        /// The profiling child launches the plan its parent's record told, however it was chosen.
+        #[test]
+        fn a_told_plan_is_found_among_the_candidates() {
+            use crate::check::problem::Shape;
+            let shape = Shape::square(8192);
+            let ranked = ranked_plans(shape, h100_fits());
+            for plan in &ranked {
+                let (i, _, d) = plan;
+                let measured = format!("{}; measured at the first launch …", plan_text(shape, TILES[*i], d));
+                assert!(same_launch(&told_plan_among(shape, &ranked, &measured).unwrap(), plan));
+                let bare = plan_text(shape, TILES[*i], d);
+                assert!(same_launch(&told_plan_among(shape, &ranked, &bare).unwrap(), plan));
+            }
+            // Another shape's plan, or a truncated one, is none of these.
+            let (i, _, d) = ranked[0];
+            let other = plan_text(Shape::square(4096), TILES[i], &d);
+            assert_eq!(told_plan_among(shape, &ranked, &other), None);
+            let cut = plan_text(shape, TILES[i], &d);
+            assert_eq!(told_plan_among(shape, &ranked, &cut[..cut.len() - 3]), None);
         }
 
         #[test]
