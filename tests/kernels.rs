@@ -323,7 +323,7 @@ fn timeline_stamps_are_only_in_the_instrumented_build() -> Ran {
     Ok(())
 }
 
-/// Issue 26's sm80 twins: steps 04–07 each have one, it is claimed (so compiled and assembled above)
+/// The sm80 twins (issues 26 and 31): steps 04–10 each have one, it is claimed (so compiled and assembled above)
 /// for every family a student's GPU may be, A100 to RTX 50, and its shared memory fits the 99 KiB a
 /// block gets on RTX 40/50 and L4 parts.
 fn every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib() {
@@ -334,7 +334,7 @@ fn every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib() {
         Arch::new(9, 0, false),
         Arch::new(12, 0, false),
     ];
-    for id in 4..=7u8 {
+    for id in 4..=10u8 {
         let step = steps::get(id).unwrap();
         let file = step
             .file_of_twin(Twin::Sm80)
@@ -389,6 +389,26 @@ fn each_gpu_gets_its_own_twin_unless_another_is_chosen() {
     assert!(needs.contains("8.0 or newer") && !needs.contains('\n'), "{needs}");
 }
 
+/// The deeper rings of steps 08–10's sm80 twins (their launches take them where a block may have
+/// 163 KiB or more: A100, A30, Orin, H100, H200) assemble, without spills, for those GPUs' archs.
+fn the_sm80_twins_deep_rings_assemble_for_the_gpus_that_hold_them() -> Ran {
+    use gemm_ladder::run::steps::{step08_pipeline, step09_epilogue_double_buffer, step10_persistent};
+    common::nvrtc()?;
+    let mut assembled = true;
+    for file in [
+        &step08_pipeline::sm80::DEEP_KERNEL,
+        &step08_pipeline::sm80::SPECIALISED_DEEP,
+        &step09_epilogue_double_buffer::sm80::DEEP_KERNEL,
+        &step10_persistent::sm80::DEEP_KERNEL,
+    ] {
+        assert!(file.max_dynamic_smem <= 163 * 1024, "{}", file.path);
+        for arch in [Arch::SM80, Arch::SM90] {
+            assembled &= compile_and_assemble(file, arch);
+        }
+    }
+    common::assembled(assembled)
+}
+
 /// The `mma.sync` ceiling kernels assemble for every GPU the sm80 twins serve, with no spills.
 fn the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus() -> Ran {
     use gemm_ladder::run::ceiling;
@@ -406,6 +426,7 @@ common::harness::tests!(
     every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib,
     each_gpu_gets_its_own_twin_unless_another_is_chosen,
     the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus,
+    the_sm80_twins_deep_rings_assemble_for_the_gpus_that_hold_them,
     every_kernel_compiles_and_assembles_for_every_architecture_it_claims,
     the_planted_bug_kernels_compile_too,
     the_planted_pipeline_bugs_compile_too,

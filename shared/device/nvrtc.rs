@@ -21,6 +21,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("cp_async.cuh", include_str!("../cuda/cp_async.cuh")),
     ("mma_sm80.cuh", include_str!("../cuda/mma_sm80.cuh")),
     ("smem_sm80.cuh", include_str!("../cuda/smem_sm80.cuh")),
+    ("mbarrier_sm80.cuh", include_str!("../cuda/mbarrier_sm80.cuh")),
     ("tcgen05.cuh", include_str!("../cuda/tcgen05.cuh")),
     ("mbarrier_sm100.cuh", include_str!("../cuda/mbarrier_sm100.cuh")),
     ("cluster.cuh", include_str!("../cuda/cluster.cuh")),

@@ -13,6 +13,7 @@ pub mod provenance;
 pub mod registry;
 pub mod report;
 pub mod results;
+pub mod ring;
 pub mod session;
 pub mod steps;
 pub mod sweep;

@@ -242,6 +242,7 @@ pub struct GemmOperands {
 pub type LaunchFn = fn(&CudaFunction, &CudaStream, &GemmOperands) -> Result<()>;
 
 /// One kernel source file and how to launch it.
+#[derive(Clone, Copy)]
 pub struct KernelFile {
     /// Path from the crate root, for messages and the book (`steps/step01_naive/kernel.cu`).
     pub path: &'static str,
@@ -280,12 +281,29 @@ impl crate::device::nvrtc::KernelSource for KernelFile {
 /// of the step verifies it with the step's checks (against the step's own kernel among them) and times
 /// it in the step's alternating loop, and the record keeps what it measured
 /// ([`crate::run::results::AlternativeRecord`]).
+#[derive(Clone, Copy)]
 pub struct Alternative {
     /// Short name, for tables and `--emit … --alternative NAME`: `promote`.
     pub name: &'static str,
     /// One line: what the design does instead of the step's.
     pub design: &'static str,
     pub kernel: KernelFile,
+}
+
+/// One list of a step's alternatives from two (each twin's own): `N` must be their lengths' sum.
+pub const fn alternatives_of_both<const N: usize>(first: &[Alternative], second: &[Alternative]) -> [Alternative; N] {
+    assert!(first.len() + second.len() == N && N > 0);
+    let mut all = [if first.is_empty() { second[0] } else { first[0] }; N];
+    let mut i = 0;
+    while i < N {
+        all[i] = if i < first.len() {
+            first[i]
+        } else {
+            second[i - first.len()]
+        };
+        i += 1;
+    }
+    all
 }
 
 /// A rung of the ladder.
@@ -341,11 +359,13 @@ impl Step {
         self.kernels.iter().find(|k| k.targets == twin.targets())
     }
 
-    /// The alternatives with a kernel for a device of compute capability `major.minor`.
+    /// The alternatives with a kernel for a device of compute capability `major.minor`, of the twin
+    /// the step runs there (an sm80 alternative is timed beside the sm80 twin, not the Hopper one).
     pub fn alternatives_for_device(&self, major: u32, minor: u32) -> impl Iterator<Item = &Alternative> {
+        let twin = self.kernel_for_device(major, minor).and_then(|k| k.targets.twin());
         self.alternatives
             .iter()
-            .filter(move |a| a.kernel.targets.serves(major, minor))
+            .filter(move |a| a.kernel.targets.serves(major, minor) && a.kernel.targets.twin() == twin)
     }
 
     /// What this step can run on, for the refusal message: with a twin chosen, what that twin needs,
