@@ -7,9 +7,11 @@
 //     each lane's `cp.async.mbarrier.arrive.noinc` arrives on `full` when its copies have landed
 //     (`full` counts 32 arrivals and no bytes: there is no expect_tx);
 //   - no `try_wait`: waiters poll `mbarrier.test_wait`;
-//   - no `setmaxnreg` (sm_90a only; ptxas refuses it for sm_80/86/89/90/120): every warp keeps the
-//     registers `__launch_bounds__(288, 1)` gives all, 65536 / 288 → 224, so the producer holds a
-//     consumer's share it does not use, and the consumers have 224 where the ring of `sm80.cu` has 255.
+//   - no `setmaxnreg` (sm_90a only; ptxas refuses it for sm_80/86/89/90/120): every warp keeps what
+//     `__launch_bounds__(288, 1)` gives all. That is 168, not 65536 / 288: registers are split among
+//     an SM's four schedulers (16384 each), and nine warps put three on one, 16384 / 96 → 168. The
+//     producer holds a consumer's share it does not use, and the consumers have 168 where the ring of
+//     `sm80.cu` has 222–255: too few to keep a 64×64 warp tile's fragments in flight.
 // What it buys: no block barrier. A consumer warp waits only for the stage it needs and releases it on
 // its own (one arrival per warp on `empty`), so warps drift apart and hide each other's waits.
 #include "common.cuh"
