@@ -5,7 +5,7 @@ use crate::device::arch::Arch;
 use crate::device::gpu::Gpu;
 use crate::device::nvrtc::{self, Output};
 use crate::error::{Error, Result};
-use crate::run::registry::{self, KernelFile, Step, Twin};
+use crate::run::registry::{KernelFile, Step, Twin};
 use crate::run::results::StepRecord;
 use crate::run::session::{RunOptions, Session};
 use crate::{book, device::libs, run::report, run::results, run::steps};
@@ -358,7 +358,7 @@ pub fn step_main(id: u8) -> Result<()> {
     let args = StepArgs::parse();
     args.check()?;
     let step = steps::get(id)?;
-    registry::choose_twin(args.common.twin);
+    let twin = args.common.twin;
     if let Some(what) = args.emit {
         return emit(
             step,
@@ -381,8 +381,8 @@ pub fn step_main(id: u8) -> Result<()> {
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
     // The step's title is its lesson as the texts teach it; a chosen twin says which file runs.
     let kernel = step
-        .kernel_for_device(gpu.major, gpu.minor)
-        .filter(|_| args.common.twin.is_some() && step.has_twins())
+        .kernel_of_twin(gpu.major, gpu.minor, twin)
+        .filter(|_| twin.is_some() && step.has_twins())
         .map(|k| format!(" [{}]", k.path))
         .unwrap_or_default();
     println!(
@@ -394,6 +394,7 @@ pub fn step_main(id: u8) -> Result<()> {
         let book = args.common.book_dir().filter(|_| !args.common.no_record);
         return crate::evidence::timeline::timeline_main(
             step,
+            twin,
             gpu,
             shapes[0],
             seed,
@@ -407,7 +408,8 @@ pub fn step_main(id: u8) -> Result<()> {
     let mut gpu = Some(gpu);
     let mut records = Vec::new();
     for shape in shapes {
-        let mut session = Session::new(gpu.take().expect("one GPU per shape, returned below"), shape, seed)?;
+        let mut session =
+            Session::new(gpu.take().expect("one GPU per shape, returned below"), shape, seed)?.with_twin(twin);
         let outcome = session.run_step(id, &args.common.options())?;
         report::print_checks(&step.binary(), shape, &outcome.checks);
         for (path, checks) in &outcome.alternatives {
@@ -435,7 +437,7 @@ fn sweep_main(args: &CommonArgs, gpu: Gpu, step: &'static Step, seed: u64) -> Re
         records,
         failures,
         skipped,
-    } = crate::run::sweep::run(gpu, step, seed, &args.options())?;
+    } = crate::run::sweep::run(gpu, step, args.twin, seed, &args.options())?;
     if !records.is_empty() {
         report::print_results(&records);
     } else if args.check && failures.is_empty() {
@@ -462,7 +464,6 @@ pub fn ladder_main() -> Result<()> {
     }
     let args = LadderArgs::parse();
     args.check()?;
-    registry::choose_twin(args.common.twin);
     let book_dir = args.common.book_dir();
     if args.book_only {
         return build_book(book_dir);
@@ -542,15 +543,16 @@ pub fn keep_recorded_alternatives(
 fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
     use indicatif::{ProgressBar, ProgressStyle};
     let seed = args.common.seed.unwrap_or_else(fresh_seed);
+    let twin = args.common.twin;
     println!(
         "{} (compute capability {}), driver {}, NVRTC {} — seed {seed} (repeat with --seed {seed})",
         gpu.info.name, gpu.info.compute_capability, gpu.info.driver, gpu.info.nvrtc
     );
     if args.common.sweep {
         // The sweep of the ladder is the sweep of its top rung on this GPU.
-        let top = top_step(gpu.major, gpu.minor).ok_or_else(|| Error::Unsupported {
+        let top = top_step(gpu.major, gpu.minor, twin).ok_or_else(|| Error::Unsupported {
             step: "ladder --sweep".into(),
-            needs: steps::ALL.last().map(|s| s.needs()).unwrap_or_default(),
+            needs: steps::ALL.last().map(|s| s.needs(twin)).unwrap_or_default(),
             found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
         })?;
         println!("sweeping {}: {}", top.binary(), top.title);
@@ -560,13 +562,13 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
     let runnable: Vec<&Step> = steps::ALL
         .iter()
         .copied()
-        .filter(|s| s.kernel_for_device(gpu.major, gpu.minor).is_some())
+        .filter(|s| s.kernel_of_twin(gpu.major, gpu.minor, twin).is_some())
         .collect();
     for step in steps::ALL
         .iter()
-        .filter(|s| s.kernel_for_device(gpu.major, gpu.minor).is_none())
+        .filter(|s| s.kernel_of_twin(gpu.major, gpu.minor, twin).is_none())
     {
-        println!("{} skipped: it needs {}", step.binary(), step.needs());
+        println!("{} skipped: it needs {}", step.binary(), step.needs(twin));
     }
     let bar = ProgressBar::new((runnable.len() * shapes.len()) as u64);
     bar.set_style(
@@ -576,7 +578,7 @@ fn run_ladder(args: &LadderArgs, gpu: Gpu) -> Result<()> {
     let mut failures = Vec::new();
     let mut gpu = Some(gpu);
     for shape in shapes {
-        let mut session = Session::new(gpu.take().expect("returned below"), shape, seed)?;
+        let mut session = Session::new(gpu.take().expect("returned below"), shape, seed)?.with_twin(twin);
         if !args.with_alternatives() {
             session.without_alternatives();
         }
@@ -684,13 +686,14 @@ pub fn mdbook_ladder_main() -> Result<()> {
         .map_err(|e| Error::Other(format!("{}: writing the book to standard output: {e}", book::PASS_NAME)))
 }
 
-/// The highest step with a kernel for a GPU of compute capability `major.minor`.
-pub fn top_step(major: u32, minor: u32) -> Option<&'static Step> {
+/// The highest step with a kernel of `twin` (`None`: the GPU's own) for a GPU of compute capability
+/// `major.minor`.
+pub fn top_step(major: u32, minor: u32, twin: Option<Twin>) -> Option<&'static Step> {
     steps::ALL
         .iter()
         .copied()
         .rev()
-        .find(|s| s.kernel_for_device(major, minor).is_some())
+        .find(|s| s.kernel_of_twin(major, minor, twin).is_some())
 }
 
 /// The end of a run over several steps or shapes: an error naming those that failed verification.
@@ -773,13 +776,13 @@ mod tests {
     #[test]
     fn the_top_step_is_the_highest_with_a_kernel_for_the_gpu() {
         use crate::run::registry::Targets;
-        let hopper = top_step(9, 0).unwrap();
+        let hopper = top_step(9, 0, None).unwrap();
         assert_eq!(
             Some(hopper.id),
             steps::ALL
                 .iter()
                 .rev()
-                .find(|s| s.kernel_for_device(9, 0).is_some())
+                .find(|s| s.kernel_of_twin(9, 0, None).is_some())
                 .map(|s| s.id)
         );
         assert!(hopper.id >= 10, "{}", hopper.binary());
@@ -794,10 +797,12 @@ mod tests {
                     .any(|k| matches!(k.targets, Targets::AnyGpu | Targets::Ampere))
             })
             .map(|s| s.id);
-        assert_eq!(top_step(8, 0).map(|s| s.id), ampere_top);
-        assert_eq!(top_step(12, 0).map(|s| s.id), ampere_top);
+        assert_eq!(top_step(8, 0, None).map(|s| s.id), ampere_top);
+        assert_eq!(top_step(12, 0, None).map(|s| s.id), ampere_top);
+        // On Hopper, the sm80 twin's top step is the Ampere GPU's.
+        assert_eq!(top_step(9, 0, Some(Twin::Sm80)).map(|s| s.id), ampere_top);
         assert!(ampere_top >= Some(7));
-        assert!(top_step(7, 5).is_none());
+        assert!(top_step(7, 5, None).is_none());
     }
 
     /// Each `stepNN` binary runs step NN: a `--sweep` of step 10 must not sweep step 09.

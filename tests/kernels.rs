@@ -385,7 +385,7 @@ fn each_gpu_gets_its_own_twin_unless_another_is_chosen() {
     );
     assert_eq!(Twin::of_kernel_path("steps/step01_naive/kernel.cu"), None);
     // The refusal on a T4 names what the step needs, in one line.
-    let needs = steps::get(4).unwrap().needs();
+    let needs = steps::get(4).unwrap().needs(None);
     assert!(needs.contains("8.0 or newer") && !needs.contains('\n'), "{needs}");
 }
 

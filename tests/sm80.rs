@@ -1,15 +1,15 @@
-//! The sm80 twins (`sm80.cu`, issue 26) on a GPU, whatever its family: every process of this file runs
-//! with `--twin sm80` chosen, as `stepNN --twin sm80` does, so each twin is verified against the same
+//! The sm80 twins (`sm80.cu`, issue 26) on a GPU, whatever its family: every session of this file runs
+//! the sm80 twin, as `stepNN --twin sm80` does, so each twin is verified against the same
 //! twin's previous step (step 04's against step 03) and cuBLAS, at the shapes every step is verified
-//! at and at K = 8; the mma.sync ceilings measure; a twin the GPU does not have is refused in one
-//! line. Without a GPU each test is reported as ignored, with the reason.
+//! at and at K = 8; the mma.sync ceilings measure in the twin's own loop; `--profile` of a twin
+//! profiles that twin; a twin the GPU does not have is refused in one line. Without a GPU each test is reported as ignored, with the reason.
 
 mod common;
 
 use common::Ran;
 
 use gemm_ladder::check::problem::Shape;
-use gemm_ladder::run::registry::{self, Twin};
+use gemm_ladder::run::registry::Twin;
 use gemm_ladder::run::session::{RunOptions, Session};
 use std::sync::Mutex;
 
@@ -22,7 +22,6 @@ const TWIN_STEPS: [u8; 7] = [4, 5, 6, 7, 8, 9, 10];
 fn every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_shapes() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
     let mut gpu = common::gpu()?;
-    registry::choose_twin(Some(Twin::Sm80));
     let check_only = RunOptions {
         check_only: true,
         iters: None,
@@ -32,7 +31,9 @@ fn every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_
     // K = 8, one k16 slice half zero-filled, at sizes that span several blocks.
     shapes.extend([Shape::new(200, 190, 8), Shape::new(513, 1000, 8)]);
     for (i, &shape) in shapes.iter().enumerate() {
-        let mut session = Session::new(gpu, shape, 2600 + i as u64).unwrap_or_else(|e| panic!("{e}"));
+        let mut session = Session::new(gpu, shape, 2600 + i as u64)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_twin(Some(Twin::Sm80));
         for id in TWIN_STEPS {
             let outcome = session
                 .run_step(id, &check_only)
@@ -58,13 +59,14 @@ fn every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_
     Ok(())
 }
 
-/// A timed sm80 run carries the GPU's mma.sync ceilings, timed beside it: positive rates, the
+/// A timed sm80 run carries the GPU's mma.sync ceilings, timed in its own loop: positive rates, the
 /// ldmatrix-fed loop no faster than the instruction alone (it does the same multiplies and more).
 fn an_sm80_run_records_the_mma_sync_ceilings() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
     let gpu = common::gpu()?;
-    registry::choose_twin(Some(Twin::Sm80));
-    let mut session = Session::new(gpu, Shape::square(2048), 26).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = Session::new(gpu, Shape::square(2048), 26)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_twin(Some(Twin::Sm80));
     let timed = RunOptions {
         check_only: false,
         iters: Some(20),
@@ -80,10 +82,73 @@ fn an_sm80_run_records_the_mma_sync_ceilings() -> Ran {
         "{ceiling:?}"
     );
     assert!(ldmatrix <= registers * 1.05, "{ceiling:?}");
+    // Timed in the twin's own loop: beside the same cuBLAS, at the same clocks.
+    assert!(ceiling.in_step_loop, "{ceiling:?}");
+    assert_eq!(ceiling.cublas_bf16, record.cublas_bf16);
+    assert_eq!(ceiling.clocks, record.clocks);
     assert!(record.kernel.ends_with("sm80.cu"), "{}", record.kernel);
     println!(
         "step07 (sm80) 2048³: {:.1} TFLOPS; ceilings {registers:.1} (registers), {ldmatrix:.1} (ldmatrix)",
         record.time.tflops
+    );
+    Ok(())
+}
+
+/// `--profile` of a twin profiles that twin: the profiling child runs step 05's sm80 kernel (an
+/// `ldmatrix` kernel, so its shared-memory loads are not zero, where the Hopper kernel's wgmma reads
+/// show none), says so, and ncu's time for its one launch is within 15 % of the median the twin's loop
+/// timed. Ignored, with the reason, where Nsight Compute is not installed.
+fn the_profile_of_an_sm80_twin_is_the_twin_s_own() -> Ran {
+    use gemm_ladder::evidence::{self, ClockControl};
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let gpu = common::gpu()?;
+    if evidence::find_ncu().is_none() {
+        return Err(common::Skip(
+            "needs Nsight Compute (ncu on PATH or under /opt/nvidia/nsight-compute), not found here".into(),
+        ));
+    }
+    let seed = 505;
+    let mut session = Session::new(gpu, Shape::square(4096), seed)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_twin(Some(Twin::Sm80));
+    let timed = RunOptions {
+        check_only: false,
+        iters: Some(50),
+    };
+    let outcome = session.run_step(5, &timed).unwrap_or_else(|e| panic!("{e}"));
+    drop(session);
+    let mut records = vec![outcome.record.expect("a timed run makes a record")];
+    // The profiling child is a step binary (this test's own program is not one).
+    let child = std::path::Path::new(env!("CARGO_BIN_EXE_step05"));
+    evidence::profile_records_with(child, &mut records, seed, ClockControl::None);
+    let record = &records[0];
+    assert!(
+        record.kernel.ends_with("step05_swizzle128/sm80.cu"),
+        "{}",
+        record.kernel
+    );
+    let profile = record.profile.as_ref().expect("a profiled record");
+    let ncu = profile
+        .ncu
+        .as_ref()
+        .unwrap_or_else(|| panic!("no counters: {:?}", profile.note));
+    assert_eq!(ncu.kernel_file.as_deref(), Some(record.kernel.as_str()));
+    let wavefronts = ncu.get("smem_ld_wavefronts").expect("shared-load wavefronts measured");
+    let ncu_ms = ncu.get("duration_ns").expect("ncu's kernel time") / 1e6;
+    let timed_ms = record.time.median_ms;
+    println!(
+        "step05 (sm80) 4096³: shared loads {wavefronts:.4e} wavefronts ({:?} of them bank conflicts); \
+         {ncu_ms:.4} ms under ncu, {timed_ms:.4} ms timed median ({:+.1} %)",
+        ncu.get("smem_ld_conflicts"),
+        100.0 * (ncu_ms / timed_ms - 1.0)
+    );
+    assert!(
+        wavefronts > 0.0,
+        "an ldmatrix kernel loads from shared memory: {wavefronts}"
+    );
+    assert!(
+        (ncu_ms / timed_ms - 1.0).abs() <= 0.15,
+        "ncu's {ncu_ms} ms against the timed median {timed_ms} ms: not the kernel that was timed?"
     );
     Ok(())
 }
@@ -121,5 +186,6 @@ fn a_twin_the_gpu_cannot_run_is_refused_in_one_line() -> Ran {
 common::harness::tests!(
     every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_shapes,
     an_sm80_run_records_the_mma_sync_ceilings,
+    the_profile_of_an_sm80_twin_is_the_twin_s_own,
     a_twin_the_gpu_cannot_run_is_refused_in_one_line,
 );

@@ -3,6 +3,7 @@
 //! | directive                      | becomes                                                          |
 //! |--------------------------------|------------------------------------------------------------------|
 //! | `{{#ladder-evidence step05}}`  | the step's recorded `profile` beside its predecessor's and cuBLAS's, per GPU |
+//! | `{{#ladder-evidence step05 sm80}}` | the same for the sm80 twin (and `-value`/`-delta … KEY sm80`) |
 //! | `{{#ladder-timeline step08}}`  | the step's timeline figure, overhead and trace link, per GPU     |
 //! | `{{#ladder-l2}}`               | the L2 level of the roofline: bytes L2→SM per flop, per step     |
 //! | `{{#ladder-evidence-value step06 KEY}}` | inline: one quantity of the step's evidence, per GPU |
@@ -247,10 +248,19 @@ fn cublas_column(this: &StepRecord) -> Option<StepRecord> {
     Some(cublas)
 }
 
-/// `{{#ladder-evidence stepNN}}`: per GPU, the step's evidence beside its predecessor's.
-pub fn evidence_table(files: &[ResultsFile], step: u8) -> String {
+/// The command that records step `step`'s profile, of the sm80 twin when `sm80`.
+fn profile_command(step: u8, sm80: bool) -> String {
+    let twin = if sm80 { " --twin sm80" } else { "" };
+    format!("`cargo run --release --bin step{step:02} --{twin} --profile`")
+}
+
+/// `{{#ladder-evidence stepNN}}` (`files`: the GPU's own kernels' records) and
+/// `{{#ladder-evidence stepNN sm80}}` (`files`: the sm80 twins' view, `sm80`): per GPU, the step's
+/// evidence beside its predecessor's.
+pub fn evidence_table(files: &[ResultsFile], step: u8, sm80: bool) -> String {
     let hint = format!(
-        "`cargo run --release --bin step{step:02} -- --profile` on a GPU records them (Nsight Compute's counters where `ncu` is installed)"
+        "{} on a GPU records them (Nsight Compute's counters where `ncu` is installed)",
+        profile_command(step, sm80)
     );
     let mut out = String::new();
     let previous = crate::run::steps::get(step).ok().and_then(|s| s.predecessor);
@@ -496,9 +506,9 @@ fn is_evidence_key(key: &str) -> bool {
         || crate::evidence::QUANTITIES.iter().any(|q| q.key == key)
 }
 
-/// `{{#ladder-evidence-value stepNN KEY}}`: one quantity of the chapter's record, inline, per GPU.
-/// `None` for an unknown key.
-pub fn evidence_value(files: &[ResultsFile], step: u8, key: &str) -> Option<String> {
+/// `{{#ladder-evidence-value stepNN KEY [sm80]}}`: one quantity of the chapter's record (of the sm80
+/// twin's view when `sm80`), inline, per GPU. `None` for an unknown key.
+pub fn evidence_value(files: &[ResultsFile], step: u8, key: &str, sm80: bool) -> Option<String> {
     if !is_evidence_key(key) {
         return None;
     }
@@ -514,15 +524,16 @@ pub fn evidence_value(files: &[ResultsFile], step: u8, key: &str) -> Option<Stri
         })
         .collect();
     Some(if parts.is_empty() {
-        format!("(not profiled yet: `cargo run --release --bin step{step:02} -- --profile` records it)")
+        format!("(not profiled yet: {} records it)", profile_command(step, sm80))
     } else {
         parts.join(", ")
     })
 }
 
-/// `{{#ladder-evidence-delta stepNN KEY}}`: one quantity of the step's predecessor and of the step,
-/// and the change, inline, per GPU: `1.83 GB → 1.61 GB (−12 %)`. `None` for an unknown key.
-pub fn evidence_delta(files: &[ResultsFile], step: u8, key: &str) -> Option<String> {
+/// `{{#ladder-evidence-delta stepNN KEY [sm80]}}`: one quantity of the step's predecessor and of the
+/// step (of the sm80 twin's view when `sm80`), and the change, inline, per GPU:
+/// `1.83 GB → 1.61 GB (−12 %)`. `None` for an unknown key.
+pub fn evidence_delta(files: &[ResultsFile], step: u8, key: &str, sm80: bool) -> Option<String> {
     if !is_evidence_key(key) {
         return None;
     }
@@ -547,7 +558,8 @@ pub fn evidence_delta(files: &[ResultsFile], step: u8, key: &str) -> Option<Stri
         })
         .collect();
     Some(if parts.is_empty() {
-        format!("(not profiled yet for step{previous:02} and step{step:02}: `--profile` records it)")
+        let twin = if sm80 { "--twin sm80 --profile" } else { "--profile" };
+        format!("(not profiled yet for step{previous:02} and step{step:02}: `{twin}` records it)")
     } else {
         parts.join(", ")
     })
@@ -742,7 +754,7 @@ mod tests {
         new.source_hash = Some("fnv1a64:new".into());
         file.merge(std::slice::from_ref(&new));
         assert_eq!(file.superseded.len(), 1);
-        let text = evidence_table(std::slice::from_ref(&file), 11);
+        let text = evidence_table(std::slice::from_ref(&file), 11, false);
         // (Both step-11 columns carry the mark of a source other than the one shown: made-up hashes.)
         assert!(
             text.contains("| | 10 persistent | 11 mxfp8 before (at e47ae65cb4) † | 11 mxfp8 † |"),
@@ -767,7 +779,7 @@ mod tests {
             records: vec![profiled(4, "tma_mma", false), profiled(5, "swizzle128", true)],
             superseded: Vec::new(),
         };
-        let text = evidence_table(std::slice::from_ref(&file), 5);
+        let text = evidence_table(std::slice::from_ref(&file), 5, false);
         assert!(text.contains("| | 04 tma_mma | 05 swizzle128 |"), "{text}");
         assert!(text.contains("computed only (ncu not found)"), "{text}");
         assert!(text.contains("Nsight Compute (2025.3.1.0)"), "{text}");
@@ -785,8 +797,10 @@ mod tests {
         for r in &mut bare.records {
             r.profile = None;
         }
-        assert!(evidence_table(&[bare], 5).starts_with("Not profiled yet on NVIDIA H200"));
-        assert!(evidence_table(std::slice::from_ref(&file), 9).starts_with("Not profiled yet: nothing is recorded"));
+        assert!(evidence_table(&[bare], 5, false).starts_with("Not profiled yet on NVIDIA H200"));
+        assert!(
+            evidence_table(std::slice::from_ref(&file), 9, false).starts_with("Not profiled yet: nothing is recorded")
+        );
         let l2 = l2_roofline(&[file]);
         assert!(
             l2.contains("| 05 swizzle128 | 4096x4096x4096 | 64.0 | 9.34 TB/s |"),
@@ -805,6 +819,7 @@ mod tests {
             stalls: Vec::new(),
             kernel: None,
             clock_control: None,
+            kernel_file: None,
         }
     }
 
@@ -839,7 +854,7 @@ mod tests {
             superseded: Vec::new(),
         };
         // Without cuBLAS's profile (a record from before it): the two steps, no cuBLAS column.
-        let before = evidence_table(std::slice::from_ref(&file), 10);
+        let before = evidence_table(std::slice::from_ref(&file), 10, false);
         assert!(!before.contains("cuBLAS"), "{before}");
         assert!(
             before.contains("| cycles elapsed (the slowest GPC's) | — | 0.2621 M |"),
@@ -851,7 +866,7 @@ mod tests {
         );
         // With it: a third column, only what ncu measured (no registers, block size or clusters).
         file.records[1].profile.as_mut().unwrap().cublas_ncu = Some(cublas_counters());
-        let text = evidence_table(std::slice::from_ref(&file), 10);
+        let text = evidence_table(std::slice::from_ref(&file), 10, false);
         assert!(
             text.contains("| | 09 epilogue_double_buffer | 10 persistent | cuBLAS (bf16 C) |"),
             "{text}"
@@ -882,7 +897,7 @@ mod tests {
         }
         // A record whose cuBLAS was the fp32-C one on the dequantized inputs (an MXFP8 step's) says so.
         file.records[1].profile.as_mut().unwrap().cublas_baseline = Baseline::CublasF32C;
-        let text = evidence_table(std::slice::from_ref(&file), 10);
+        let text = evidence_table(std::slice::from_ref(&file), 10, false);
         assert!(text.contains("| 10 persistent | cuBLAS (fp32 C) |"), "{text}");
         assert!(
             text.contains("The cuBLAS (fp32 C) column is") && text.contains("dequantized MXFP8 inputs, fp32 C"),
@@ -936,7 +951,7 @@ mod tests {
             after.contains("64 clusters") && after.contains("driver's answer"),
             "{after}"
         );
-        let table = evidence_table(std::slice::from_ref(&file), 10);
+        let table = evidence_table(std::slice::from_ref(&file), 10, false);
         assert!(
             table.contains("| clusters that fit on the GPU (the driver's answer) | 64 of 2 blocks |"),
             "{table}"
@@ -972,11 +987,86 @@ mod tests {
             .unwrap()
             .values
             .insert("l2_sectors".into(), 0.75 * 67_108_864.0);
-        let delta = evidence_delta(&files, 7, "l2_bytes").unwrap();
+        let delta = evidence_delta(&files, 7, "l2_bytes", false).unwrap();
         assert!(delta.contains("2.15 GB → 1.61 GB (−25 %)"), "{delta}");
-        assert_eq!(evidence_value(&files, 7, "tensor_pipe_pct").as_deref(), Some("62.5%"));
-        assert!(evidence_value(&files, 7, "no_such_key").is_none());
-        assert!(evidence_value(&files, 9, "l2_bytes").unwrap().contains("not profiled"));
+        assert_eq!(
+            evidence_value(&files, 7, "tensor_pipe_pct", false).as_deref(),
+            Some("62.5%")
+        );
+        assert!(evidence_value(&files, 7, "no_such_key", false).is_none());
+        assert!(evidence_value(&files, 9, "l2_bytes", false)
+            .unwrap()
+            .contains("not profiled"));
+    }
+
+    /// Each directive reads the record of its own twin. The results file stores a step's sm80 twin
+    /// after its Hopper record at the same shape; the Hopper chapter's evidence must still be the
+    /// Hopper kernel's, and an sm80 section's the twin's, with its predecessor of the same family
+    /// (step 03's shared kernel before step 04's twin). A twin's profile made before the profiling
+    /// child knew its twin is not shown as the twin's.
+    #[test]
+    fn every_evidence_directive_reads_the_record_of_its_own_twin() {
+        let with_wavefronts = |step: u8, name: &str, kernel: &str, wavefronts: f64, ran: Option<&str>| {
+            let mut r = profiled(step, name, true);
+            r.kernel = kernel.into();
+            let ncu = r.profile.as_mut().unwrap().ncu.as_mut().unwrap();
+            ncu.values.insert("smem_ld_wavefronts".into(), wavefronts);
+            ncu.kernel_file = ran.map(str::to_string);
+            r
+        };
+        let hopper5 = "steps/step05_swizzle128/sm90.cu";
+        let sm80_5 = "steps/step05_swizzle128/sm80.cu";
+        let sm80_4 = "steps/step04_tma_mma/sm80.cu";
+        let file = ResultsFile {
+            device: device("NVIDIA H200"),
+            records: vec![
+                with_wavefronts(
+                    3,
+                    "register_tiling",
+                    "steps/step03_register_tiling/kernel.cu",
+                    3.0e6,
+                    None,
+                ),
+                with_wavefronts(4, "tma_mma", "steps/step04_tma_mma/sm90.cu", 0.0, None),
+                // Profiled before the child knew its twin: the Hopper kernel's counters.
+                with_wavefronts(4, "tma_mma", sm80_4, 0.0, None),
+                with_wavefronts(5, "swizzle128", hopper5, 0.0, None),
+                with_wavefronts(5, "swizzle128", sm80_5, 7.0e6, Some(sm80_5)),
+            ],
+            superseded: Vec::new(),
+        };
+        let pass = crate::book::LadderResults::new(vec![file]);
+        let expand = |text: &str| pass.expand(text, Path::new("step05.md")).unwrap();
+        assert_eq!(expand("{{#ladder-evidence-value step05 smem_ld_wavefronts}}"), "0");
+        assert_eq!(
+            expand("{{#ladder-evidence-value step05 smem_ld_wavefronts sm80}}"),
+            "7.00 M"
+        );
+        assert_eq!(expand("{{#ladder-evidence-delta step05 smem_ld_wavefronts}}"), "0 → 0");
+        let hopper = expand("{{#ladder-evidence step05}}");
+        assert!(hopper.contains("04 tma_mma") && !hopper.contains("7 M"), "{hopper}");
+        let twin = expand("{{#ladder-evidence step05 sm80}}");
+        assert!(twin.contains("| 7.00 M (0) |"), "{twin}");
+        // Step 04's twin: its predecessor is step 03's one kernel; its own old profile is not shown.
+        let twin4 = expand("{{#ladder-evidence step04 sm80}}");
+        assert!(
+            twin4.contains("03 register_tiling") && twin4.contains("| 3.00 M (0) |"),
+            "{twin4}"
+        );
+        assert!(
+            twin4.contains("before the profiling child was told its twin"),
+            "{twin4}"
+        );
+        assert!(
+            expand("{{#ladder-evidence-value step04 smem_ld_wavefronts sm80}}").contains("--twin sm80 --profile"),
+            "the twin's value is not shown"
+        );
+        assert!(pass
+            .expand(
+                "{{#ladder-evidence-value step05 smem_ld_wavefronts hopper}}",
+                Path::new("x.md")
+            )
+            .is_err());
     }
 
     #[test]

@@ -20,8 +20,11 @@
 //! `ladder-timeline stepNN`, `ladder-l2`, `ladder-quoted`, `ladder-quote ID`, `ladder-sources`) and
 //! those of [`crate::book::peak`] (`ladder-peak`, `ladder-peak datasheet`, `ladder-rounds`).
 //!
-//! Every directive but `ladder-table stepNN sm80` leaves the sm80 twins' records out: the chapters'
-//! tables, figures and evidence are the GPU's own kernels'.
+//! Every directive reads the records of one family of kernels: without `sm80`, the GPU's own kernels'
+//! (the sm80 twins' records left out), so the chapters' tables, figures and evidence are the Hopper
+//! kernels'; with `sm80` (`ladder-table stepNN sm80`, `ladder-evidence stepNN sm80`,
+//! `ladder-evidence-value|-delta stepNN KEY sm80`), the sm80 twins' (and steps 01–03's, which every
+//! twin shares).
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
 //! the sweep directives show only them.
 //! Every row (or evidence column) of a record whose numbers were not measured on the code the chapter
@@ -266,7 +269,8 @@ fn directives(text: &str) -> Vec<Directive<'_>> {
 pub struct LadderResults {
     /// Every record but the sm80 twins': what the chapters' Hopper tables, figures and evidence show.
     files: Vec<ResultsFile>,
-    /// The sm80 twins' records only, for `{{#ladder-table stepNN sm80}}`.
+    /// The sm80 twins' records (with steps 01–03's, which every twin shares), for the directives of
+    /// the sm80 sections: `{{#ladder-table stepNN sm80}}`, `{{#ladder-evidence stepNN sm80}}`, …
     sm80_files: Vec<ResultsFile>,
     /// The book's folder, to tell whether a figure has been drawn; `None` assumes it has.
     book_dir: Option<PathBuf>,
@@ -339,7 +343,11 @@ impl LadderResults {
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
                 ("ladder-evidence", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
-                    crate::book::evidence::evidence_table(&self.files, id)
+                    crate::book::evidence::evidence_table(&self.files, id, false)
+                }
+                ("ladder-evidence", [step, "sm80"]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    crate::book::evidence::evidence_table(&self.sm80_files, id, true)
                 }
                 ("ladder-timeline", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
@@ -348,12 +356,17 @@ impl LadderResults {
                 ("ladder-l2", []) => crate::book::evidence::l2_roofline(&self.files),
                 ("ladder-quoted", []) => crate::book::evidence::quoted_table(),
                 ("ladder-sources", []) => crate::book::evidence::sources_list(),
-                ("ladder-evidence-value" | "ladder-evidence-delta", [step, key]) => {
+                ("ladder-evidence-value" | "ladder-evidence-delta", [step, key, twin @ ..])
+                    if matches!(twin, [] | ["sm80"]) =>
+                {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    // Each directive reads the records of its own family: the sm80 sections the twins'.
+                    let sm80 = !twin.is_empty();
+                    let files = if sm80 { &self.sm80_files } else { &self.files };
                     let text = if name == "ladder-evidence-value" {
-                        crate::book::evidence::evidence_value(&self.files, id, key)
+                        crate::book::evidence::evidence_value(files, id, key, sm80)
                     } else {
-                        crate::book::evidence::evidence_delta(&self.files, id, key)
+                        crate::book::evidence::evidence_delta(files, id, key, sm80)
                     };
                     text.ok_or_else(|| bad("unknown quantity: l2_bytes, flops_per_l2_byte, dram_bytes or a key of evidence::QUANTITIES"))?
                 }
@@ -382,7 +395,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN, ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY, ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [sm80], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };

@@ -98,7 +98,7 @@ fn table_of(files: &[ResultsFile], step: Option<u8>, sm80: bool) -> String {
         if sm80 {
             let ceiling = r.mma_sync_ceiling.as_ref();
             cells.extend([
-                ratio_text(ceiling.map(|c| r.time.tflops / c.ldmatrix.tflops)),
+                ratio_text(r.ceiling_ratio()),
                 ceiling.map_or_else(String::new, |c| {
                     format!(
                         "{}, {}",
@@ -136,9 +136,19 @@ fn table_of(files: &[ResultsFile], step: Option<u8>, sm80: bool) -> String {
         out.push_str(
             "× mma.sync ceiling is the twin's TFLOPS over the rate of its own inner loop with nothing around \
              it: `mma.sync` fed by `ldmatrix` from shared memory, eight warps of 64×64 per SM \
-             (`shared/run/mma_sync_ceiling.cu`), timed with cuBLAS in one alternating loop right after the \
-             twin, in the same process. The registers ceiling is `mma.sync` alone, operands in registers.\n\n",
+             (`shared/run/mma_sync_ceiling.cu`), timed as one more contender in the twin's own alternating \
+             loop, beside the twin and cuBLAS, so that all three ran at the same clocks. The registers \
+             ceiling is `mma.sync` alone, operands in registers, timed in the same loop.",
         );
+        let ceilings = rows.iter().filter_map(|(_, r)| r.mma_sync_ceiling.as_ref());
+        if ceilings.clone().any(|c| !c.in_step_loop) {
+            out.push_str(
+                " A record made before the ceilings joined the twin's loop timed them in a loop of their \
+                 own, with cuBLAS: its ratio is (twin / cuBLAS) ÷ (ceiling / cuBLAS), each over its own \
+                 loop's cuBLAS.",
+            );
+        }
+        out.push_str("\n\n");
     }
     for file in files.iter().filter(|f| rows.iter().any(|(g, _)| std::ptr::eq(*g, *f))) {
         let _ = writeln!(out, "{}\n", device_text(file, shown));
@@ -574,7 +584,7 @@ mod tests {
             });
         }
         profiled.records.retain(|r| r.shape.m == 4096);
-        let evidence = crate::book::evidence::evidence_table(&[profiled], 3);
+        let evidence = crate::book::evidence::evidence_table(&[profiled], 3, false);
         assert!(
             evidence.contains("| | 02 smem_tiling † | 03 register_tiling ° |") && evidence.contains("† measured on"),
             "{evidence}"
@@ -774,6 +784,7 @@ mod tests {
             ldmatrix: ceiling(2.5),
             cublas_bf16: twin.cublas_bf16.clone(),
             clocks: None,
+            in_step_loop: true,
         });
         let expected = significant(twin.time.tflops / 400.0, 3);
         let mut with = file();
@@ -786,6 +797,7 @@ mod tests {
             "{own}"
         );
         assert!(own.contains(&format!("| {expected} |")), "{expected}: {own}");
+        assert!(own.contains("in the twin's own alternating loop") && !own.contains("a loop of their own"));
         assert_eq!(own.matches("| 4096³").count(), 1, "{own}");
         assert!(own.contains("--seed 42 --twin sm80`"), "{own}");
         let hopper = pass.expand("{{#ladder-table step05}}", Path::new("x.md")).unwrap();

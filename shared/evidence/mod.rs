@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 pub use crate::run::profile::{
     block_threads, computed, computed_for_shape, ClustersFit, Computed, NcuCounters, Profile, ProfileSource, Stall,
 };
+use crate::run::registry::Twin;
 use crate::run::results::StepRecord;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -242,15 +243,20 @@ fn version_key(ncu: &Path) -> Vec<u64> {
 // The child: what runs under ncu
 
 /// The environment variable that turns a `stepNN` or `ladder` process into the profiled child:
-/// `<step>:<M>:<N>:<K>:<seed>`, or `cublas:<M>:<N>:<K>:<seed>` for cuBLAS bf16's GEMM, or
-/// `cublas-f32c:<M>:<N>:<K>:<seed>` for cuBLAS with fp32 C on the dequantized MXFP8 inputs.
+/// `<step>:<M>:<N>:<K>:<seed>` for the step's kernel of the GPU's own twin, `<step>@<twin>:…` for its
+/// kernel of that twin (`5@sm80:4096:4096:4096:7`), or `cublas:<M>:<N>:<K>:<seed>` for cuBLAS bf16's
+/// GEMM, or `cublas-f32c:<M>:<N>:<K>:<seed>` for cuBLAS with fp32 C on the dequantized MXFP8 inputs.
 pub const CHILD_ENV: &str = "GEMM_LADDER_PROFILE_CHILD";
+
+/// The line the child prints before its launch, followed by the path of the kernel file it runs: the
+/// parent checks that ncu profiled the kernel the record is of.
+pub const CHILD_RUNS: &str = "profiling child runs";
 
 /// Whose kernel the child launches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChildSubject {
-    /// A step's own kernel.
-    Step(u8),
+    /// A step's own kernel, of a twin (`None`: the GPU's own).
+    Step(u8, Option<Twin>),
     /// cuBLAS bf16's GEMM (what every bf16 step is timed against), on the same inputs.
     CublasBf16,
     /// cuBLAS with fp32 C on the exactly dequantized MXFP8 inputs (what an MXFP8 step is timed against).
@@ -276,9 +282,19 @@ pub struct ChildRequest {
 }
 
 impl ChildRequest {
+    /// The request for the kernel `record` is of: its step, and the twin its kernel file is.
+    pub fn of_record(record: &StepRecord, seed: u64) -> ChildRequest {
+        ChildRequest {
+            subject: ChildSubject::Step(record.step, record.twin()),
+            shape: record.shape,
+            seed,
+        }
+    }
+
     pub fn encode(&self) -> String {
         let subject = match self.subject {
-            ChildSubject::Step(step) => step.to_string(),
+            ChildSubject::Step(step, None) => step.to_string(),
+            ChildSubject::Step(step, Some(twin)) => format!("{step}@{}", twin.name()),
             ChildSubject::CublasBf16 => "cublas".to_string(),
             ChildSubject::CublasF32CDequantized => "cublas-f32c".to_string(),
         };
@@ -293,11 +309,17 @@ impl ChildRequest {
         let [subject, m, n, k, seed] = parts.as_slice() else {
             return None;
         };
+        let step = |text: &str| -> Option<ChildSubject> {
+            Some(match text.split_once('@') {
+                None => ChildSubject::Step(text.parse().ok()?, None),
+                Some((step, twin)) => ChildSubject::Step(step.parse().ok()?, Some(Twin::from_name(twin)?)),
+            })
+        };
         Some(ChildRequest {
             subject: match *subject {
                 "cublas" => ChildSubject::CublasBf16,
                 "cublas-f32c" => ChildSubject::CublasF32CDequantized,
-                step => ChildSubject::Step(step.parse().ok()?),
+                other => step(other)?,
             },
             shape: Shape::new(m.parse().ok()?, n.parse().ok()?, k.parse().ok()?),
             seed: seed.parse().ok()?,
@@ -305,14 +327,14 @@ impl ChildRequest {
     }
 }
 
-/// In a process started by [`profile_records`] under ncu: loads the step and launches its kernel once
-/// (nothing else: no predecessor, no cuBLAS, no timing), or launches cuBLAS bf16's GEMM once, and
-/// returns `Some`. Otherwise `None`.
+/// In a process started by [`profile_records`] under ncu: loads the step's kernel of the requested
+/// twin and launches it once (nothing else: no predecessor, no alternatives, no cuBLAS, no timing),
+/// or launches cuBLAS bf16's GEMM once, and returns `Some`. Otherwise `None`.
 pub fn child_main_if_requested() -> Option<Result<()>> {
     let text = std::env::var(CHILD_ENV).ok()?;
     Some(match ChildRequest::decode(&text) {
         None => Err(Error::Usage(format!(
-            "{CHILD_ENV}={text}: expected step:M:N:K:seed, cublas:M:N:K:seed or cublas-f32c:M:N:K:seed"
+            "{CHILD_ENV}={text}: expected step[@twin]:M:N:K:seed, cublas:M:N:K:seed or cublas-f32c:M:N:K:seed"
         ))),
         Some(request) => run_child(request),
     })
@@ -320,10 +342,16 @@ pub fn child_main_if_requested() -> Option<Result<()>> {
 
 fn run_child(request: ChildRequest) -> Result<()> {
     let gpu = Gpu::open()?;
-    let mut session = crate::run::session::Session::new(gpu, request.shape, request.seed)?;
+    let twin = match request.subject {
+        ChildSubject::Step(_, twin) => twin,
+        _ => None,
+    };
+    let mut session = crate::run::session::Session::new(gpu, request.shape, request.seed)?.with_twin(twin);
+    session.without_alternatives();
     match request.subject {
-        ChildSubject::Step(step) => {
-            session.kernel(step)?;
+        ChildSubject::Step(step, _) => {
+            let path = session.kernel(step)?.file.path;
+            println!("{CHILD_RUNS} {path}");
             session.launch(step, 0)?;
             session.gpu.finish(&format!("step{step:02} under ncu"))
         }
@@ -338,6 +366,14 @@ fn run_child(request: ChildRequest) -> Result<()> {
             session.gpu.finish("cuBLAS (fp32 C) under ncu")
         }
     }
+}
+
+/// The kernel file the child said it ran ([`CHILD_RUNS`]), from its output as ncu passed it on.
+pub fn child_ran(output: &str) -> Option<&str> {
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(CHILD_RUNS))
+        .map(str::trim)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -509,6 +545,7 @@ pub fn counters_from(raw: &BTreeMap<String, f64>, tool: &str) -> NcuCounters {
         stalls,
         kernel: None,
         clock_control: None,
+        kernel_file: None,
     }
 }
 
@@ -546,15 +583,30 @@ impl ClockControl {
 /// Kernels ncu profiles in the cuBLAS child: every kernel its one GEMM launches (there are few).
 const CUBLAS_LAUNCHES: &str = "16";
 
+/// The step kernel a profiling child launches: its entry (ncu's `--kernel-name`, matched exactly) and
+/// the kernel file the child must say it ran ([`CHILD_RUNS`]).
+#[derive(Debug, Clone, Copy)]
+pub struct StepKernel<'a> {
+    pub entry: &'a str,
+    pub path: &'a str,
+}
+
 /// Runs the child's kernel under ncu with `clock` and reads its counters: for a step, its kernel
-/// `kernel` once; for cuBLAS (`kernel` is `None`: the program does not choose its name), every
-/// kernel of its one GEMM, keeping the longest ([`longest_kernel`]).
-pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: Option<&str>, clock: ClockControl) -> Result<NcuCounters> {
-    let exe = std::env::current_exe().map_err(Error::io("finding this program's path"))?;
+/// `kernel` once, refused unless the child ran that kernel file; for cuBLAS (`kernel` is `None`: the
+/// program does not choose its name), every kernel of its one GEMM, keeping the longest
+/// ([`longest_kernel`]).
+pub fn run_ncu(
+    ncu: &Path,
+    child: &Path,
+    request: ChildRequest,
+    kernel: Option<StepKernel<'_>>,
+    clock: ClockControl,
+) -> Result<NcuCounters> {
     let available = available_metrics(ncu);
     let tool = ncu_version(ncu);
     let which: Vec<&str> = match kernel {
-        Some(kernel) => vec!["--kernel-name", kernel, "--launch-count", "1"],
+        // The child launches one kernel of this name: the step's own, of the requested twin.
+        Some(kernel) => vec!["--kernel-name", kernel.entry, "--launch-count", "1"],
         None => vec!["--launch-count", CUBLAS_LAUNCHES],
     };
     for _attempt in 0..6 {
@@ -565,20 +617,41 @@ pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: Option<&str>, clock: C
             .args(["--clock-control", clock.ncu_value()])
             .args(["--csv", "--page", "raw", "--print-units", "base"])
             .args(["--section", "WarpStateStats", "--metrics", &metrics.join(",")])
-            .arg(&exe)
+            .arg(child)
             .env(CHILD_ENV, request.encode())
             .output()
             .map_err(Error::io(format!("running {}", ncu.display())))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
+        // A step's counters are kept only if the child ran the record's own kernel file.
+        let ran = child_ran(&stdout).or_else(|| child_ran(&stderr));
+        if let Some(kernel) = kernel {
+            match ran {
+                Some(ran) if ran == kernel.path => {}
+                Some(ran) => {
+                    return Err(Error::Other(format!(
+                        "the profiling child ran {ran}, not {}: its counters are not this record's",
+                        kernel.path
+                    )))
+                }
+                None if output.status.success() => {
+                    return Err(Error::Other(format!(
+                        "the profiling child did not say which kernel it ran (expected {})",
+                        kernel.path
+                    )))
+                }
+                None => {}
+            }
+        }
         let found = match kernel {
-            Some(kernel) => parse_raw_csv(&stdout, kernel).map(|raw| (kernel.to_string(), raw)),
+            Some(kernel) => parse_raw_csv(&stdout, kernel.entry).map(|raw| (kernel.entry.to_string(), raw)),
             None => longest_kernel(parse_raw_csv_rows(&stdout)),
         };
         if let Some((name, raw)) = found {
             let mut counters = counters_from(&raw, &tool);
             counters.kernel = (!name.is_empty()).then_some(name);
             counters.clock_control = Some(clock.ncu_value().to_string());
+            counters.kernel_file = kernel.and(ran).map(str::to_string);
             return Ok(counters);
         }
         let all = format!("{stdout}\n{stderr}");
@@ -604,6 +677,15 @@ pub fn run_ncu(ncu: &Path, request: ChildRequest, kernel: Option<&str>, clock: C
 /// measured with `clock`; or says in one line why it cannot and leaves the computed evidence marked
 /// as such.
 pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockControl) {
+    match std::env::current_exe() {
+        Ok(this) => profile_records_with(&this, records, seed, clock),
+        Err(e) => println!("--profile: cannot find this program's path ({e}): recording the computed evidence only"),
+    }
+}
+
+/// [`profile_records`] with `child` as the program ncu runs: any `stepNN` or `ladder` binary, which
+/// turns into the profiling child when [`CHILD_ENV`] asks (the tests, whose own program is not one).
+pub fn profile_records_with(child: &Path, records: &mut [StepRecord], seed: u64, clock: ClockControl) {
     let Some(ncu) = find_ncu() else {
         println!("--profile: Nsight Compute (ncu) not found on PATH or under /opt/nvidia/nsight-compute: recording the computed evidence only");
         for r in records.iter_mut() {
@@ -615,16 +697,18 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
     };
     let mut cublas_by_shape: Vec<((Shape, ChildSubject), Option<NcuCounters>)> = Vec::new();
     for record in records.iter_mut() {
-        let request = ChildRequest {
-            subject: ChildSubject::Step(record.step),
-            shape: record.shape,
-            seed,
-        };
-        let kernel = crate::run::steps::get(record.step)
+        // The child builds the record's own kernel (its step and twin), launches it once and says
+        // which file it ran; ncu profiles that launch by its entry's exact name.
+        let request = ChildRequest::of_record(record, seed);
+        let entry = crate::run::steps::get(record.step)
             .ok()
             .and_then(|s| s.kernels.iter().find(|k| k.path == record.kernel))
             .map(|k| k.entry)
             .unwrap_or("gemm");
+        let kernel = StepKernel {
+            entry,
+            path: &record.kernel,
+        };
         println!(
             "profiling {} {} under {} (clock control {}) ...",
             record.step_id(),
@@ -641,7 +725,7 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
             cublas_ncu: None,
             cublas_baseline: crate::run::results::Baseline::CublasBf16C,
         });
-        match run_ncu(&ncu, request, Some(kernel), clock) {
+        match run_ncu(&ncu, child, request, Some(kernel), clock) {
             Ok(counters) => {
                 profile.source = ProfileSource::Ncu;
                 profile.note = None;
@@ -662,7 +746,7 @@ pub fn profile_records(records: &mut [StepRecord], seed: u64, clock: ClockContro
             Some((_, counters)) => counters.clone(),
             None => {
                 let request = ChildRequest { subject, ..request };
-                let counters = match run_ncu(&ncu, request, None, clock) {
+                let counters = match run_ncu(&ncu, child, request, None, clock) {
                     Ok(counters) => {
                         println!(
                             "  {} ({}): {}",
@@ -706,8 +790,14 @@ pub fn summary_line(compulsory_bytes: u64, c: &NcuCounters) -> String {
     if let Some(v) = c.get("tensor_pipe_pct") {
         parts.push(format!("tensor pipe {v:.0}%"));
     }
+    if let Some(v) = c.get("smem_ld_wavefronts") {
+        parts.push(format!("shared loads {:.3} M wavefronts", v / 1e6));
+    }
     if let Some(v) = c.get("cycles_elapsed") {
         parts.push(format!("{:.3} M cycles", v / 1e6));
+    }
+    if let Some(v) = c.get("duration_ns") {
+        parts.push(format!("{:.1} µs under ncu", v / 1e3));
     }
     if let Some(s) = c.stalls.first() {
         parts.push(format!("top stall {}", s.reason));
@@ -804,12 +894,27 @@ mod tests {
     #[test]
     fn child_requests_round_trip() {
         let r = ChildRequest {
-            subject: ChildSubject::Step(8),
+            subject: ChildSubject::Step(8, None),
             shape: Shape::new(4096, 2048, 1024),
             seed: 77,
         };
         assert_eq!(r.encode(), "8:4096:2048:1024:77");
         assert_eq!(ChildRequest::decode(&r.encode()), Some(r));
+        // A twin rides with its step; a request without one (as before twins) is the GPU's own.
+        for twin in [Twin::Sm80, Twin::Hopper, Twin::Blackwell] {
+            let of_twin = ChildRequest {
+                subject: ChildSubject::Step(7, Some(twin)),
+                ..r
+            };
+            assert_eq!(ChildRequest::decode(&of_twin.encode()), Some(of_twin));
+        }
+        let sm80 = ChildRequest {
+            subject: ChildSubject::Step(7, Some(Twin::Sm80)),
+            ..r
+        };
+        assert_eq!(sm80.encode(), "7@sm80:4096:2048:1024:77");
+        assert_eq!(ChildRequest::decode("7@ampere:1:2:3:4"), None);
+        assert_eq!(ChildRequest::decode("@sm80:1:2:3:4"), None);
         let cublas = ChildRequest {
             subject: ChildSubject::CublasBf16,
             ..r
@@ -829,6 +934,24 @@ mod tests {
         );
         assert_eq!(ChildRequest::decode("8:1:2"), None);
         assert_eq!(ChildRequest::decode("cuBLAS:1:2:3:4"), None);
+    }
+
+    /// A record's request names its own kernel's twin, and the child's line names the file it ran.
+    #[test]
+    fn a_record_is_profiled_as_its_own_twin() {
+        use crate::run::results::tests::record_of;
+        let mut twin = record_of(5, "swizzle128", 4096, 0.5);
+        twin.kernel = "steps/step05_swizzle128/sm80.cu".into();
+        let request = ChildRequest::of_record(&twin, 9);
+        assert_eq!(request.encode(), "5@sm80:4096:4096:4096:9");
+        twin.kernel = "steps/step05_swizzle128/sm90.cu".into();
+        assert_eq!(ChildRequest::of_record(&twin, 9).encode(), "5@hopper:4096:4096:4096:9");
+        twin.kernel = "steps/step02_smem_tiling/kernel.cu".into();
+        twin.step = 2;
+        assert_eq!(ChildRequest::of_record(&twin, 9).encode(), "2:4096:4096:4096:9");
+        let output = format!("==PROF== Connected\n{CHILD_RUNS} steps/step05_swizzle128/sm80.cu\n{RAW}");
+        assert_eq!(child_ran(&output), Some("steps/step05_swizzle128/sm80.cu"));
+        assert_eq!(child_ran(RAW), None);
     }
 
     /// ncu's raw page for the cuBLAS child at 4096³, clocks locked: cuBLAS's GEMM and a short

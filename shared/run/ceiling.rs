@@ -1,15 +1,16 @@
 //! The `mma.sync` ceiling of the GPU at hand (`mma_sync_ceiling.cu`): the rate of bf16
 //! `mma.sync.m16n8k16` with operands in registers, and fed by `ldmatrix` from shared memory as the sm80
-//! twins feed it, timed in one alternating loop with cuBLAS bf16. An sm80 twin's record carries it, so
-//! its "× ceiling" compares two kernels that ran minutes apart in one process, at the same clocks.
+//! twins feed it. Both kernels are contenders in an sm80 twin's own alternating loop, beside the twin
+//! and cuBLAS bf16, so the twin's record carries a "× ceiling" of two kernels timed in turn, at the same
+//! clocks.
 
 use crate::check::problem::{random_bf16, Operand};
+use crate::device::gpu::Gpu;
+use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
 use crate::run::registry::{GemmOperands, KernelFile, Targets};
-use crate::run::results::{CeilingTiming, MmaSyncCeiling};
-use crate::run::session::Session;
-use crate::run::timing::{self, Contender};
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use crate::run::results::{CeilingTiming, MmaSyncCeiling, Timing};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 /// The kernels' file, from the crate root.
 pub const PATH: &str = "shared/run/mma_sync_ceiling.cu";
@@ -44,7 +45,7 @@ const fn ceiling_kernel(entry: &'static str, max_dynamic_smem: u32) -> KernelFil
 pub const REGISTERS: KernelFile = ceiling_kernel("mma_registers", 0);
 pub const LDMATRIX: KernelFile = ceiling_kernel("mma_ldmatrix", LDMATRIX_SMEM);
 
-/// The ceiling kernels compute no GEMM: they are launched by [`measure`] only.
+/// The ceiling kernels compute no GEMM: they are launched by [`Probes`] only.
 fn not_a_gemm(_: &CudaFunction, _: &CudaStream, _: &GemmOperands) -> Result<()> {
     Err(Error::Other(format!("{PATH} holds rate probes, not a GEMM")))
 }
@@ -95,61 +96,80 @@ impl Probe {
     }
 }
 
-/// Times both ceiling kernels and cuBLAS bf16 (at the session's shape) in one alternating loop.
-pub fn measure(session: &Session, iters: Option<u32>) -> Result<MmaSyncCeiling> {
-    let gpu = &session.gpu;
-    let sms = gpu.info.sms;
-    let (registers, _) = crate::run::loader::load_in(&gpu.ctx, gpu.major, gpu.minor, &REGISTERS)?;
-    let (ldmatrix, _) = crate::run::loader::load_in(&gpu.ctx, gpu.major, gpu.minor, &LDMATRIX)?;
-    // Four blocks per SM keep every scheduler's tensor pipe fed from registers; the ldmatrix-fed loop
-    // holds 128 accumulators per thread, so one block per SM, as step 07's sm80 twin.
-    let registers = Probe::new(registers, 4 * sms, 0, CHAINS * MMA_FLOPS);
-    let ldmatrix = Probe::new(ldmatrix, sms, LDMATRIX_SMEM, 4.0 * 32.0 * MMA_FLOPS);
-    let random: Vec<u16> = random_bf16(session.seed(), Operand::A, 2 * RANDOM_WORDS)
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
-    let stream = &gpu.stream;
-    let random = stream
-        .clone_htod(&random)
-        .map_err(Error::cuda("uploading random operands"))?;
-    // SAFETY: written by every launch before anything reads it, and nothing reads it but the kernels.
-    let sink = unsafe { stream.alloc::<f32>((4 * sms * THREADS) as usize) }
-        .map_err(Error::cuda("allocating the ceiling's sink"))?;
-    let (random_ptr, sink_ptr) = (address(&random, stream), address(&sink, stream));
-    let mut run_registers = |_: usize| registers.launch(stream, random_ptr, sink_ptr);
-    let mut run_ldmatrix = |_: usize| ldmatrix.launch(stream, random_ptr, sink_ptr);
-    let mut run_cublas = |i: usize| session.launch_cublas_bf16(i);
-    let measured = timing::measure(
-        gpu,
-        session.shape,
-        iters,
-        &mut [
-            Contender {
-                name: "mma.sync ceiling (registers)",
-                launch: &mut run_registers,
-            },
-            Contender {
-                name: "mma.sync ceiling (ldmatrix)",
-                launch: &mut run_ldmatrix,
-            },
-            Contender {
-                name: "cuBLAS bf16",
-                launch: &mut run_cublas,
-            },
-        ],
-    )?;
-    let [on_registers, on_ldmatrix, cublas] = &measured.timings[..] else {
-        return Err(Error::Other("the ceiling's loop timed other than three kernels".into()));
-    };
-    Ok(MmaSyncCeiling {
-        kernel: PATH.into(),
-        source_hash: crate::run::provenance::source_hash(&REGISTERS),
-        registers: registers.timing(on_registers.median_ms, on_registers.runs),
-        ldmatrix: ldmatrix.timing(on_ldmatrix.median_ms, on_ldmatrix.runs),
-        cublas_bf16: cublas.clone(),
-        clocks: measured.clocks,
-    })
+/// Both ceiling kernels loaded, with the random operands they read and the sink they write: two more
+/// contenders for an sm80 twin's own timing loop ([`crate::run::session::Session::time_step`]), so that
+/// the twin, its ceiling and cuBLAS are timed at the same clocks and "× ceiling" compares like with like.
+pub struct Probes {
+    registers: Probe,
+    ldmatrix: Probe,
+    random: CudaSlice<u16>,
+    sink: CudaSlice<f32>,
+}
+
+impl Probes {
+    /// The contenders' names in the loop.
+    pub const LDMATRIX_NAME: &'static str = "mma.sync ceiling (ldmatrix)";
+    pub const REGISTERS_NAME: &'static str = "mma.sync ceiling (registers)";
+
+    /// Compiles and loads both kernels for `gpu` and uploads their operands (random bf16 from `seed`).
+    pub fn load(gpu: &Gpu, seed: u64) -> Result<Probes> {
+        let sms = gpu.info.sms;
+        let (registers, _) = crate::run::loader::load_in(&gpu.ctx, gpu.major, gpu.minor, &REGISTERS)?;
+        let (ldmatrix, _) = crate::run::loader::load_in(&gpu.ctx, gpu.major, gpu.minor, &LDMATRIX)?;
+        // Four blocks per SM keep every scheduler's tensor pipe fed from registers; the ldmatrix-fed
+        // loop holds 128 accumulators per thread, so one block per SM, as step 07's sm80 twin.
+        let registers = Probe::new(registers, 4 * sms, 0, CHAINS * MMA_FLOPS);
+        let ldmatrix = Probe::new(ldmatrix, sms, LDMATRIX_SMEM, 4.0 * 32.0 * MMA_FLOPS);
+        let random: Vec<u16> = random_bf16(seed, Operand::A, 2 * RANDOM_WORDS)
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        let stream = &gpu.stream;
+        let random = stream
+            .clone_htod(&random)
+            .map_err(Error::cuda("uploading random operands"))?;
+        // SAFETY: written by every launch before anything reads it, and nothing reads it but the kernels.
+        let sink = unsafe { stream.alloc::<f32>((4 * sms * THREADS) as usize) }
+            .map_err(Error::cuda("allocating the ceiling's sink"))?;
+        Ok(Probes {
+            registers,
+            ldmatrix,
+            random,
+            sink,
+        })
+    }
+
+    /// Enqueues the ldmatrix-fed ceiling kernel once.
+    pub fn launch_ldmatrix(&self, stream: &CudaStream) -> Result<()> {
+        self.ldmatrix
+            .launch(stream, address(&self.random, stream), address(&self.sink, stream))
+    }
+
+    /// Enqueues the registers-only ceiling kernel once.
+    pub fn launch_registers(&self, stream: &CudaStream) -> Result<()> {
+        self.registers
+            .launch(stream, address(&self.random, stream), address(&self.sink, stream))
+    }
+
+    /// The record of both ceilings from their timings in the twin's loop, beside that loop's cuBLAS
+    /// bf16 and clocks (the ceilings' flops are their own, not the loop's shape's).
+    pub fn record(
+        &self,
+        ldmatrix: &Timing,
+        registers: &Timing,
+        cublas_bf16: &Timing,
+        clocks: Option<ClockSummary>,
+    ) -> MmaSyncCeiling {
+        MmaSyncCeiling {
+            kernel: PATH.into(),
+            source_hash: crate::run::provenance::source_hash(&REGISTERS),
+            registers: self.registers.timing(registers.median_ms, registers.runs),
+            ldmatrix: self.ldmatrix.timing(ldmatrix.median_ms, ldmatrix.runs),
+            cublas_bf16: cublas_bf16.clone(),
+            clocks,
+            in_step_loop: true,
+        }
+    }
 }
 
 /// A device buffer's address, for a kernel argument.

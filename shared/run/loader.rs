@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::run::registry::KernelFile;
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Compiles `file` for a device of compute capability `major.minor`, loads it into `ctx` and finds
@@ -47,17 +48,51 @@ pub fn load_module_in(
             .set_attribute(FuncAttr::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
             .map_err(Error::cuda("asking for the shared-memory carveout"))?;
     }
-    ORIGINS.lock().unwrap_or_else(|e| e.into_inner()).push((
-        function.cu_function() as usize,
-        file.source,
-        file.defines,
-    ));
+    remember(&function, file);
     Ok((module, function, arch))
 }
 
-/// The source and defines each loaded function was compiled from, by its handle.
-type Origin = (usize, &'static str, &'static [(&'static str, u64)]);
+/// One load of a kernel file in this process: a number no other load gets, so that what is kept
+/// about a loaded kernel (how many of its clusters fit, [`crate::run::persistent`]) can never be read
+/// for another one. The driver's `CUfunction` handle cannot serve as such a key: once a session
+/// unloads its modules, a later module may get the same handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LoadId(u64);
+
+/// What this process loaded: each live function's handle, its load and what it was compiled from.
+struct Origin {
+    handle: usize,
+    load: LoadId,
+    source: &'static str,
+    defines: &'static [(&'static str, u64)],
+}
 static ORIGINS: Mutex<Vec<Origin>> = Mutex::new(Vec::new());
+
+/// Keeps what `function`, just loaded from `file`, is. An entry with the same handle belonged to a
+/// module unloaded since (live functions have distinct handles), so it goes.
+fn remember(function: &CudaFunction, file: &KernelFile) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let handle = function.cu_function() as usize;
+    let mut origins = ORIGINS.lock().unwrap_or_else(|e| e.into_inner());
+    origins.retain(|o| o.handle != handle);
+    origins.push(Origin {
+        handle,
+        load: LoadId(NEXT.fetch_add(1, Ordering::Relaxed)),
+        source: file.source,
+        defines: file.defines,
+    });
+}
+
+/// Which load `function` is, if it was loaded by [`load_in`] (every kernel of the crate is).
+pub fn load_of(function: &CudaFunction) -> Option<LoadId> {
+    let handle = function.cu_function() as usize;
+    ORIGINS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|o| o.handle == handle)
+        .map(|o| o.load)
+}
 
 /// Whether `function` was compiled (by [`load_in`]) from exactly `file`'s source and defines: a
 /// launch that picks another compilation of its own file does so only for its own, not for a
@@ -69,7 +104,7 @@ pub fn compiled_from(function: &CudaFunction, file: &KernelFile) -> bool {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .any(|&(h, source, defines)| h == handle && same_text(source, file.source) && defines == file.defines)
+        .any(|o| o.handle == handle && same_text(o.source, file.source) && o.defines == file.defines)
 }
 
 /// `file`'s entry function in `stream`'s context: compiled and loaded on the first call, kept for the

@@ -63,7 +63,11 @@ impl PersistentGemm {
     /// not change during a run and the launches of a timing loop should not each ask. A kernel of which
     /// no cluster fits is refused in one line.
     pub fn clusters_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
-        let key = (function.cu_function() as usize, self.threads, self.smem, self.blocks());
+        // A function the loader does not know is asked every time (every kernel of the crate is known).
+        let Some(load) = crate::run::loader::load_of(function) else {
+            return max_active_clusters(function, stream, &self.launch(1));
+        };
+        let key = (load, self.threads, self.smem, self.blocks());
         let known = CLUSTERS_FIT
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -83,11 +87,13 @@ impl PersistentGemm {
 
     /// How many blocks of this kernel fit on the GPU at once, for a kernel without clusters (the sm80
     /// twin's: GPUs before sm_90 have none): blocks per SM (the driver's occupancy calculator) × SMs.
-    /// Asked once per kernel and kept, as [`PersistentGemm::clusters_fit`] is.
+    /// Kept per load as [`PersistentGemm::clusters_fit`] keeps its answer.
     pub fn blocks_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
-        use cudarc::driver::sys::CUdevice_attribute as Attr;
         assert_eq!(self.blocks(), 1, "a kernel in clusters asks clusters_fit");
-        let key = (function.cu_function() as usize, self.threads, self.smem, 1);
+        let Some(load) = crate::run::loader::load_of(function) else {
+            return self.ask_blocks_fit(function, stream);
+        };
+        let key = (load, self.threads, self.smem, 1);
         let known = CLUSTERS_FIT
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -96,6 +102,17 @@ impl PersistentGemm {
         if let Some(blocks) = known {
             return Ok(blocks);
         }
+        let blocks = self.ask_blocks_fit(function, stream)?;
+        CLUSTERS_FIT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(std::collections::HashMap::new)
+            .insert(key, blocks);
+        Ok(blocks)
+    }
+
+    fn ask_blocks_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
+        use cudarc::driver::sys::CUdevice_attribute as Attr;
         let per_sm = function
             .occupancy_max_active_blocks_per_multiprocessor(self.threads, self.smem as usize, None)
             .map_err(Error::cuda("asking how many blocks fit on an SM"))?;
@@ -109,13 +126,7 @@ impl PersistentGemm {
                 self.threads, self.smem
             )));
         }
-        let blocks = per_sm * sms;
-        CLUSTERS_FIT
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert_with(std::collections::HashMap::new)
-            .insert(key, blocks);
-        Ok(blocks)
+        Ok(per_sm * sms)
     }
 
     /// The launch of `clusters` clusters in a row.
@@ -142,9 +153,9 @@ impl PersistentGemm {
     }
 }
 
-/// A kernel (its handle) and the configuration the driver was asked about: threads, shared memory,
-/// blocks per cluster.
-type ClusterQuestion = (usize, u32, u32, u32);
+/// A kernel (its load, which no other kernel shares, [`crate::run::loader::LoadId`]) and the
+/// configuration the driver was asked about: threads, shared memory, blocks per cluster.
+type ClusterQuestion = (crate::run::loader::LoadId, u32, u32, u32);
 
 /// Every answer `cuOccupancyMaxActiveClusters` gave this process ([`PersistentGemm::clusters_fit`]),
 /// kept so that launches reuse it and the run's record can carry it ([`clusters_fit`]).
@@ -153,13 +164,13 @@ static CLUSTERS_FIT: Mutex<Option<std::collections::HashMap<ClusterQuestion, u32
 /// What the driver answered for `function`, if this process asked: (blocks per cluster, clusters
 /// that fit on the GPU at once). With several configurations asked about, the one with most clusters.
 pub fn clusters_fit(function: &CudaFunction) -> Option<(u32, u32)> {
-    let handle = function.cu_function() as usize;
+    let load = crate::run::loader::load_of(function)?;
     CLUSTERS_FIT
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()?
         .iter()
-        .filter(|(asked, _)| asked.0 == handle)
+        .filter(|(asked, _)| asked.0 == load)
         .map(|(asked, clusters)| (asked.3, *clusters))
         .max_by_key(|fit| fit.1)
 }

@@ -100,9 +100,25 @@ pub struct NcuCounters {
     /// records from before it, which were all profiled with `none`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_control: Option<String>,
+    /// The kernel file the profiling child said it ran (`steps/step05_swizzle128/sm80.cu`): the
+    /// record's own. Absent for cuBLAS and in records from before the child was told its twin, when
+    /// an sm80 twin's profile was the GPU's own kernel's ([`NcuCounters::of_twin_unknown`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_file: Option<String>,
 }
 
 impl NcuCounters {
+    /// Whether these counters, kept for `kernel` (a record's kernel file), may be another twin's:
+    /// a twin's profile made before the profiling child was told which twin to run (it ran the GPU's
+    /// own kernel), or one whose child said it ran another file.
+    pub fn of_twin_unknown(&self, kernel: &str) -> bool {
+        let twin = crate::run::registry::Twin::of_kernel_path(kernel);
+        match &self.kernel_file {
+            Some(ran) => ran != kernel,
+            None => twin == Some(crate::run::registry::Twin::Sm80),
+        }
+    }
+
     pub fn get(&self, key: &str) -> Option<f64> {
         self.values.get(key).copied()
     }

@@ -121,6 +121,13 @@ impl Twin {
         }
     }
 
+    /// The twin `--twin` names `name` ([`Twin::name`]), if any.
+    pub fn from_name(name: &str) -> Option<Twin> {
+        [Twin::Hopper, Twin::Sm80, Twin::Blackwell]
+            .into_iter()
+            .find(|t| t.name() == name)
+    }
+
     /// The twin a kernel file belongs to, read from its path: `…/sm80.cu` and its alternatives
     /// `…/sm80_*.cu` are the sm80 twin. Records name their kernel by path, so tables and the results
     /// file tell twins apart by this.
@@ -134,20 +141,6 @@ impl Twin {
             _ => None,
         }
     }
-}
-
-/// The twin this process was asked for (`--twin`), if any: every step it runs, its predecessors
-/// included, takes that twin's kernel, so a twin is verified against the same twin's previous step.
-static CHOSEN_TWIN: std::sync::Mutex<Option<Twin>> = std::sync::Mutex::new(None);
-
-/// Sets the twin every later kernel choice of this process takes (`--twin`); `None`: the GPU's own.
-pub fn choose_twin(twin: Option<Twin>) {
-    *CHOSEN_TWIN.lock().unwrap_or_else(|e| e.into_inner()) = twin;
-}
-
-/// The twin `--twin` chose for this process, if any.
-pub fn chosen_twin() -> Option<Twin> {
-    *CHOSEN_TWIN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The number formats of a step's operands and result.
@@ -332,13 +325,6 @@ impl Step {
         format!("step{:02}", self.id)
     }
 
-    /// The kernel file that serves a device of compute capability `major.minor`, if any: of the twin
-    /// `--twin` chose ([`chosen_twin`]), else the first in the step's list that serves it (the
-    /// sm80 twin comes last, so Hopper and Blackwell keep theirs).
-    pub fn kernel_for_device(&self, major: u32, minor: u32) -> Option<&KernelFile> {
-        self.kernel_of_twin(major, minor, chosen_twin())
-    }
-
     /// The kernel file of `twin` (`None`: the device's own) that serves `major.minor`, if any. A step
     /// with one kernel for every GPU (01–03) has no twins, and serves every twin with it.
     pub fn kernel_of_twin(&self, major: u32, minor: u32, twin: Option<Twin>) -> Option<&KernelFile> {
@@ -359,19 +345,24 @@ impl Step {
         self.kernels.iter().find(|k| k.targets == twin.targets())
     }
 
-    /// The alternatives with a kernel for a device of compute capability `major.minor`, of the twin
-    /// the step runs there (an sm80 alternative is timed beside the sm80 twin, not the Hopper one).
-    pub fn alternatives_for_device(&self, major: u32, minor: u32) -> impl Iterator<Item = &Alternative> {
-        let twin = self.kernel_for_device(major, minor).and_then(|k| k.targets.twin());
+    /// The alternatives to `kernel` (the step's kernel file that runs) with a kernel for a device of
+    /// compute capability `major.minor`: those of the same twin, so that a twin is measured beside
+    /// its own twin's designs only (an sm80 alternative that needs sm_89 is still an sm80 design).
+    pub fn alternatives_beside<'a>(
+        &'a self,
+        kernel: &'a KernelFile,
+        major: u32,
+        minor: u32,
+    ) -> impl Iterator<Item = &'a Alternative> {
         self.alternatives
             .iter()
-            .filter(move |a| a.kernel.targets.serves(major, minor) && a.kernel.targets.twin() == twin)
+            .filter(move |a| a.kernel.targets.twin() == kernel.targets.twin() && a.kernel.targets.serves(major, minor))
     }
 
-    /// What this step can run on, for the refusal message: with a twin chosen, what that twin needs,
-    /// or that the step has no such twin.
-    pub fn needs(&self) -> String {
-        if let Some(twin) = chosen_twin().filter(|_| self.has_twins()) {
+    /// What this step can run on, for the refusal message: with a twin chosen (`Some`), what that
+    /// twin needs, or that the step has no such twin.
+    pub fn needs(&self, twin: Option<Twin>) -> String {
+        if let Some(twin) = twin.filter(|_| self.has_twins()) {
             return match self.file_of_twin(twin) {
                 Some(file) => file.targets.describe().to_string(),
                 None => format!(
@@ -641,30 +632,34 @@ pub struct Plan {
     pub clusters_fit: Option<crate::run::profile::ClustersFit>,
 }
 
-/// What launches chose per step and shape, as they told it (step 10: its tile and decomposition).
-static PLANS: std::sync::Mutex<Vec<((u8, Shape), Plan)>> = std::sync::Mutex::new(Vec::new());
+/// What launches chose per kernel file and shape, as they told it (step 10: its tile and
+/// decomposition). Keyed by the kernel file's path, which names its twin: a step's Hopper kernel and
+/// its sm80 twin each tell their own plan. A cache of the process: a launch's choice depends only on
+/// the GPU, the kernel and the shape.
+static PLANS: std::sync::Mutex<Vec<((&'static str, Shape), Plan)>> = std::sync::Mutex::new(Vec::new());
 
-/// Step `step`'s launch says what it chose for `shape`: printed the first time, and kept for the
-/// record of the run ([`plan_for`]).
-pub fn tell_plan(step: u8, shape: Shape, plan: Plan) {
+/// The launch of `kernel` (the file whose launch chose) says what it chose for `shape`: printed the
+/// first time, and kept for the record of the run ([`plan_for`]).
+pub fn tell_plan(kernel: &KernelFile, shape: Shape, plan: Plan) {
+    let key = (kernel.path, shape);
     let mut plans = PLANS.lock().unwrap_or_else(|e| e.into_inner());
-    match plans.iter_mut().find(|(told, _)| *told == (step, shape)) {
+    match plans.iter_mut().find(|(told, _)| *told == key) {
         Some((_, known)) if *known == plan => {}
         Some((_, known)) => *known = plan,
         None => {
             eprintln!("{}", plan.text);
-            plans.push(((step, shape), plan));
+            plans.push((key, plan));
         }
     }
 }
 
-/// What step `step`'s launch last told for `shape`, if it tells anything.
-pub fn plan_for(step: u8, shape: Shape) -> Option<Plan> {
+/// What the launch of `kernel` last told for `shape`, if it tells anything.
+pub fn plan_for(kernel: &KernelFile, shape: Shape) -> Option<Plan> {
     PLANS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .find(|(told, _)| *told == (step, shape))
+        .find(|(told, _)| *told == (kernel.path, shape))
         .map(|(_, p)| p.clone())
 }
 

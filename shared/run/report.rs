@@ -160,18 +160,22 @@ pub fn print_results(records: &[StepRecord]) {
     }
 }
 
-/// For an sm80 twin's record: the mma.sync ceilings timed beside it, and the twin's ratio to each.
+/// For an sm80 twin's record: the mma.sync ceilings timed in its loop, and the twin's ratio to each.
 pub fn ceiling_line(record: &StepRecord) -> Option<String> {
     let c = record.mma_sync_ceiling.as_ref()?;
+    let ratio = record.ceiling_ratio()?;
+    let loop_was = if c.in_step_loop {
+        "timed in the twin's loop"
+    } else {
+        "timed in a loop of their own; ratio through each loop's cuBLAS"
+    };
     Some(format!(
-        "{:02} {} (sm80 twin) at {}: mma.sync ceiling {:.1} TFLOPS in registers, {:.1} fed by ldmatrix          (cuBLAS {:.1} in the same loop): the twin is {:.3} × the ldmatrix-fed ceiling, {:.3} × cuBLAS",
+        "{:02} {} (sm80 twin) at {}: mma.sync ceiling {:.1} TFLOPS in registers, {:.1} fed by ldmatrix ({loop_was}): the twin is {ratio:.3} × the ldmatrix-fed ceiling, {:.3} × cuBLAS",
         record.step,
         record.name,
         shape_text(record.shape),
         c.registers.tflops,
         c.ldmatrix.tflops,
-        c.cublas_bf16.tflops,
-        record.time.tflops / c.ldmatrix.tflops,
         record.ratio_bf16
     ))
 }

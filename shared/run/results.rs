@@ -99,8 +99,9 @@ pub struct CeilingTiming {
     pub tflops: f64,
 }
 
-/// The `mma.sync` bf16 → fp32 ceilings of a GPU (`shared/run/mma_sync_ceiling.cu`), timed in one
-/// alternating loop with cuBLAS bf16 at the run's shape.
+/// The `mma.sync` bf16 → fp32 ceilings of a GPU (`shared/run/mma_sync_ceiling.cu`), timed in the sm80
+/// twin's own alternating loop beside the twin and cuBLAS bf16 ([`MmaSyncCeiling::in_step_loop`]), or,
+/// in records made before that, in a loop of their own with cuBLAS bf16 right after the twin's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MmaSyncCeiling {
     /// The kernels' file, from the crate root.
@@ -117,6 +118,11 @@ pub struct MmaSyncCeiling {
     /// The SM clock and power NVML reported during the loop.
     #[serde(default)]
     pub clocks: Option<ClockSummary>,
+    /// Timed in the twin's own loop (its `cublas_bf16` and `clocks` are then the record's). `false`
+    /// in records made before: the ceilings had a loop of their own, so the twin's ratio to them is
+    /// read through each loop's cuBLAS ([`StepRecord::ceiling_ratio`]). Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_step_loop: bool,
 }
 
 /// One measured run of one step at one shape.
@@ -201,9 +207,9 @@ pub struct StepRecord {
     /// kernel and timed in the same loop. Written only when there are some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<AlternativeRecord>,
-    /// An sm80 twin's run: the GPU's `mma.sync` ceilings, timed beside cuBLAS right after the step in
-    /// the same process ([`crate::run::ceiling`]); the book's "× ceiling" divides by its ldmatrix-fed
-    /// rate. `None` for every other kernel.
+    /// An sm80 twin's run: the GPU's `mma.sync` ceilings, timed in the twin's own loop
+    /// ([`crate::run::ceiling`]); the book's "× ceiling" is [`StepRecord::ceiling_ratio`]. `None` for
+    /// every other kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mma_sync_ceiling: Option<MmaSyncCeiling>,
 }
@@ -402,9 +408,28 @@ impl StepRecord {
         (self.step, self.is_sm80_twin(), self.shape, self.sweep)
     }
 
+    /// The twin whose kernel ran, named by the kernel file the record carries (`…/sm80.cu`: the sm80
+    /// twin); `None` for the CUDA-core steps, whose one kernel every GPU runs.
+    pub fn twin(&self) -> Option<crate::run::registry::Twin> {
+        crate::run::registry::Twin::of_kernel_path(&self.kernel)
+    }
+
+    /// An sm80 twin's TFLOPS over its ldmatrix-fed `mma.sync` ceiling, like with like: the two timed
+    /// in one loop; for a record whose ceiling had a loop of its own, each over its own loop's cuBLAS
+    /// bf16, (twin / cuBLAS) ÷ (ceiling / cuBLAS), so that neither loop's clocks favour one side.
+    /// `None` without a ceiling.
+    pub fn ceiling_ratio(&self) -> Option<f64> {
+        let c = self.mma_sync_ceiling.as_ref()?;
+        Some(if c.in_step_loop {
+            self.time.tflops / c.ldmatrix.tflops
+        } else {
+            (self.time.tflops / self.cublas_bf16.tflops) / (c.ldmatrix.tflops / c.cublas_bf16.tflops)
+        })
+    }
+
     /// Whether the kernel recorded is a step's sm80 twin (`sm80.cu`).
     pub fn is_sm80_twin(&self) -> bool {
-        crate::run::registry::Twin::of_kernel_path(&self.kernel) == Some(crate::run::registry::Twin::Sm80)
+        self.twin() == Some(crate::run::registry::Twin::Sm80)
     }
 }
 
@@ -502,17 +527,32 @@ pub fn record(book_dir: &Path, device: &DeviceInfo, records: &[StepRecord]) -> R
     Ok(path)
 }
 
-/// `files` split in two: every record but the sm80 twins', and the sm80 twins' records (files holding
-/// none are left out of the second).
+/// `files` split in two views, one per family of kernels the book shows: every record but the sm80
+/// twins' (the GPU's own kernels, and steps 01–03, which every twin shares), and the sm80 twins'
+/// records with steps 01–03's (so that step 04's twin has its predecessor); a file with no sm80 twin
+/// record is left out of the second. In the sm80 view, a profile that may be another twin's
+/// ([`crate::run::profile::NcuCounters::of_twin_unknown`]: made before the profiling child was told
+/// its twin) keeps its computed figures only, and says why.
 pub fn split_sm80_twins(files: Vec<ResultsFile>) -> (Vec<ResultsFile>, Vec<ResultsFile>) {
     let mut own = Vec::with_capacity(files.len());
     let mut sm80 = Vec::new();
+    let shared = |r: &StepRecord| r.twin().is_none();
     for file in files {
-        let (twins, rest): (Vec<StepRecord>, Vec<StepRecord>) =
-            file.records.into_iter().partition(StepRecord::is_sm80_twin);
-        let (twins_before, rest_before): (Vec<StepRecord>, Vec<StepRecord>) =
-            file.superseded.into_iter().partition(StepRecord::is_sm80_twin);
-        if !twins.is_empty() {
+        let twins: Vec<StepRecord> = file
+            .records
+            .iter()
+            .filter(|r| r.is_sm80_twin() || shared(r))
+            .cloned()
+            .map(without_other_twins_counters)
+            .collect();
+        if twins.iter().any(StepRecord::is_sm80_twin) {
+            let twins_before = file
+                .superseded
+                .iter()
+                .filter(|r| r.is_sm80_twin() || shared(r))
+                .cloned()
+                .map(without_other_twins_counters)
+                .collect();
             sm80.push(ResultsFile {
                 device: file.device.clone(),
                 records: twins,
@@ -521,11 +561,28 @@ pub fn split_sm80_twins(files: Vec<ResultsFile>) -> (Vec<ResultsFile>, Vec<Resul
         }
         own.push(ResultsFile {
             device: file.device,
-            records: rest,
-            superseded: rest_before,
+            records: file.records.into_iter().filter(|r| !r.is_sm80_twin()).collect(),
+            superseded: file.superseded.into_iter().filter(|r| !r.is_sm80_twin()).collect(),
         });
     }
     (own, sm80)
+}
+
+/// `record` with its Nsight Compute counters dropped where they may be another twin's kernel's.
+fn without_other_twins_counters(mut record: StepRecord) -> StepRecord {
+    let kernel = record.kernel.clone();
+    if let Some(profile) = record.profile.as_mut() {
+        if profile.ncu.as_ref().is_some_and(|n| n.of_twin_unknown(&kernel)) {
+            profile.ncu = None;
+            profile.cublas_ncu = None;
+            profile.source = crate::run::profile::ProfileSource::Computed;
+            profile.note = Some(
+                "its profile was made before the profiling child was told its twin, and measured the GPU's own kernel"
+                    .into(),
+            );
+        }
+    }
+    record
 }
 
 /// Reads one results file; a file that does not parse is an error that names it.
@@ -627,6 +684,46 @@ pub(crate) mod tests {
     }
 
     /// A record whose kernel takes `ms` milliseconds; cuBLAS bf16 takes 0.2 ms per 4096³.
+    /// "× ceiling" compares like with like: in one loop, the two rates; for an old record whose
+    /// ceilings had a loop of their own, each rate over its own loop's cuBLAS. Old records load.
+    #[test]
+    fn the_ceiling_ratio_compares_like_with_like() {
+        let mut twin = record_of(5, "swizzle128", 4096, 0.4);
+        assert_eq!(twin.ceiling_ratio(), None);
+        let at = |tflops: f64| CeilingTiming {
+            median_ms: 1.0,
+            runs: 10,
+            flops: tflops * 1e9,
+            tflops,
+        };
+        let mut own_loop_cublas = twin.cublas_bf16.clone();
+        own_loop_cublas.tflops = 2.0 * twin.cublas_bf16.tflops;
+        let old = MmaSyncCeiling {
+            kernel: "shared/run/mma_sync_ceiling.cu".into(),
+            source_hash: String::new(),
+            registers: at(600.0),
+            ldmatrix: at(500.0),
+            cublas_bf16: own_loop_cublas,
+            clocks: None,
+            in_step_loop: false,
+        };
+        twin.mma_sync_ceiling = Some(old.clone());
+        // The ceiling's loop ran twice as fast (its cuBLAS says so): the twin's share doubles.
+        let plain = twin.time.tflops / 500.0;
+        assert!((twin.ceiling_ratio().unwrap() - 2.0 * plain).abs() < 1e-12);
+        twin.mma_sync_ceiling = Some(MmaSyncCeiling {
+            in_step_loop: true,
+            ..old.clone()
+        });
+        assert!((twin.ceiling_ratio().unwrap() - plain).abs() < 1e-12);
+        // A record from before the field reads as timed in a loop of its own, and writes back as it was.
+        let mut json = serde_json::to_value(&old).unwrap();
+        assert!(json.get("in_step_loop").is_none(), "{json}");
+        json.as_object_mut().unwrap().remove("in_step_loop");
+        let back: MmaSyncCeiling = serde_json::from_value(json).unwrap();
+        assert!(!back.in_step_loop);
+    }
+
     pub(crate) fn record_of(step: u8, name: &str, size: usize, ms: f64) -> StepRecord {
         let shape = Shape::square(size);
         let scale = (size as f64 / 4096.0).powi(3);

@@ -11,8 +11,8 @@ use crate::device::gpu::Gpu;
 use crate::device::nvml::ClockSummary;
 use crate::error::{Error, Result};
 use crate::run::persistent::Workspace;
-use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets};
-use crate::run::results::{AlternativeRecord, Baseline, MxBaselines, StepRecord, Timing, TimingMethod};
+use crate::run::registry::{Format, GemmOperands, KernelFile, LaunchFn, Step, Targets, Twin};
+use crate::run::results::{AlternativeRecord, Baseline, MmaSyncCeiling, MxBaselines, StepRecord, Timing, TimingMethod};
 use crate::run::timing::Contender;
 use crate::{run::steps, run::timing};
 use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
@@ -62,6 +62,8 @@ pub struct StepTiming {
     pub mx: Option<MxBaselines>,
     /// The step's alternatives loaded for this GPU ([`Session::alternatives`]), in their order.
     pub alternatives: Vec<Timing>,
+    /// For an sm80 twin: the GPU's `mma.sync` ceilings, timed in the same loop.
+    pub mma_sync_ceiling: Option<MmaSyncCeiling>,
 }
 
 /// What one step's run produced.
@@ -90,6 +92,10 @@ pub struct Session {
     pub gpu: Gpu,
     pub shape: Shape,
     pub inputs: Inputs,
+    /// The twin whose kernels this session's steps run (`--twin`; `None`: the GPU's own). Every step
+    /// it loads, predecessors included, is of this twin, so a twin is verified against the same
+    /// twin's previous step.
+    twin: Option<Twin>,
     cublas: Cublas,
     device: DeviceInputs,
     fp32: Option<Fp32Copies>,
@@ -107,6 +113,8 @@ pub struct Session {
     /// The one workspace of the session's launches (flags, scratch, epochs), sized for each step as
     /// it is loaded ([`Step::workspace`]).
     workspace: Workspace,
+    /// The `mma.sync` ceiling kernels, loaded when an sm80 twin is first timed.
+    ceiling: Option<crate::run::ceiling::Probes>,
 }
 
 fn ptr<T>(slice: &CudaSlice<T>, gpu: &Gpu) -> u64 {
@@ -164,6 +172,7 @@ impl Session {
             gpu,
             shape,
             inputs,
+            twin: None,
             cublas,
             device,
             fp32: None,
@@ -176,7 +185,28 @@ impl Session {
             cpu_reference: None,
             mx: None,
             workspace: Workspace::new(),
+            ceiling: None,
         })
+    }
+
+    /// The same session running `twin`'s kernels (`None`: the GPU's own). Kernels loaded and outputs
+    /// computed so far are forgotten, since they may be another twin's.
+    pub fn with_twin(mut self, twin: Option<Twin>) -> Session {
+        if twin != self.twin {
+            self.twin = twin;
+            self.kernels.clear();
+            self.alternatives.clear();
+            self.outputs.clear();
+            if let Some(mx) = self.mx.as_mut() {
+                mx.forget_step_outputs();
+            }
+        }
+        self
+    }
+
+    /// The twin this session runs (`None`: the GPU's own).
+    pub fn twin(&self) -> Option<Twin> {
+        self.twin
     }
 
     /// Steps loaded from here on run without their alternative designs: neither compiled, verified
@@ -228,9 +258,9 @@ impl Session {
     pub fn kernel(&mut self, id: u8) -> Result<&LoadedKernel> {
         if !self.kernels.contains_key(&id) {
             let step = steps::get(id)?;
-            let loaded = load_kernel(&self.gpu, step, self.shape)?;
+            let loaded = load_kernel(&self.gpu, step, self.twin, self.shape)?;
             let alternatives = step
-                .alternatives_for_device(self.gpu.major, self.gpu.minor)
+                .alternatives_beside(loaded.file, self.gpu.major, self.gpu.minor)
                 .filter(|_| self.with_alternatives)
                 .map(|a| load_kernel_file(&self.gpu, step, &a.kernel, self.shape))
                 .collect::<Result<Vec<_>>>()?;
@@ -487,6 +517,7 @@ impl Session {
         if self.kernel(id)?.step.format == Format::Mxfp8 {
             return self.time_mx_step(id, iters);
         }
+        self.prepare_ceiling(id)?;
         let kernel = self.kernel(id)?;
         let what = kernel.step.binary();
         let with_sgemm = kernel.file.targets == Targets::AnyGpu;
@@ -507,6 +538,8 @@ impl Session {
             )
         };
         let (alternatives, mut alternative_launches) = this.alternative_launches(id);
+        let probes = this.ceiling.as_ref();
+        let (mut on_ldmatrix, mut on_registers) = this.ceiling_launches();
         let mut contenders = vec![
             Contender {
                 name: &what,
@@ -523,16 +556,30 @@ impl Session {
                 launch: &mut sgemm,
             });
         }
+        if probes.is_some() {
+            contenders.push(Contender {
+                name: crate::run::ceiling::Probes::LDMATRIX_NAME,
+                launch: &mut on_ldmatrix,
+            });
+            contenders.push(Contender {
+                name: crate::run::ceiling::Probes::REGISTERS_NAME,
+                launch: &mut on_registers,
+            });
+        }
         for (launch, name) in alternative_launches.iter_mut().zip(&alternatives) {
             contenders.push(Contender { name, launch });
         }
         let measured = timing::measure(&this.gpu, this.shape, iters, &mut contenders)?;
         let mut timings = measured.timings;
         let alternative_timings = timings.split_off(timings.len() - alternatives.len());
+        let ceiling_timings = timings.split_off(timings.len() - if probes.is_some() { 2 } else { 0 });
         let mut timings = timings.into_iter();
         let (Some(step), Some(cublas_bf16)) = (timings.next(), timings.next()) else {
             return Err(Error::Other(format!("{what}: the timing loop lost a contender")));
         };
+        let mma_sync_ceiling = probes
+            .zip(ceiling_timings.get(..2))
+            .map(|(probes, ceiling)| probes.record(&ceiling[0], &ceiling[1], &cublas_bf16, measured.clocks.clone()));
         Ok(StepTiming {
             step,
             cublas_bf16,
@@ -541,7 +588,37 @@ impl Session {
             warmup_ms: measured.warmup_ms,
             mx: None,
             alternatives: alternative_timings,
+            mma_sync_ceiling,
         })
+    }
+
+    /// Loads the `mma.sync` ceiling kernels if step `id`'s kernel (loaded) is an sm80 twin, whose loop
+    /// times them as two more contenders ([`Session::ceiling_launches`]).
+    fn prepare_ceiling(&mut self, id: u8) -> Result<()> {
+        if self.kernel(id)?.file.targets == Targets::Ampere && self.ceiling.is_none() {
+            self.ceiling = Some(crate::run::ceiling::Probes::load(&self.gpu, self.seed())?);
+        }
+        Ok(())
+    }
+
+    /// One launch of the ldmatrix-fed and of the registers-only ceiling (used only when
+    /// [`Session::prepare_ceiling`] loaded them).
+    fn ceiling_launches(
+        &self,
+    ) -> (
+        impl FnMut(usize) -> Result<()> + '_,
+        impl FnMut(usize) -> Result<()> + '_,
+    ) {
+        let stream = &self.gpu.stream;
+        let loaded = || {
+            self.ceiling
+                .as_ref()
+                .ok_or_else(|| Error::Other("the mma.sync ceiling is not loaded".into()))
+        };
+        (
+            move |_: usize| loaded()?.launch_ldmatrix(stream),
+            move |_: usize| loaded()?.launch_registers(stream),
+        )
     }
 
     /// The whole contract for one step: compile, verify, and unless `check_only`, time and describe.
@@ -574,12 +651,12 @@ impl Session {
             warmup_ms,
             mx,
             alternatives: alternative_timings,
+            mma_sync_ceiling,
         } = self.time_step(id, options.iters)?;
         // Loaded in the order of the step's list (`Session::kernel`): alternatives may share a file
         // and even their defines (step 10's), so they are named by place, not found by content.
-        let designs = self.kernels[&id]
-            .step
-            .alternatives_for_device(self.gpu.major, self.gpu.minor);
+        let own = &self.kernels[&id];
+        let designs = own.step.alternatives_beside(own.file, self.gpu.major, self.gpu.minor);
         let alternative_records = self.alternatives[&id]
             .iter()
             .zip(designs)
@@ -602,7 +679,7 @@ impl Session {
         let kernel = &self.kernels[&id];
         // What the step's launch chose at this shape (step 10: the tile), and the grid of the
         // kernel that ran, which the driver's answer for the step's own compilation may not be.
-        let plan = crate::run::registry::plan_for(id, self.shape);
+        let plan = crate::run::registry::plan_for(kernel.file, self.shape);
         let mut computed =
             crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape, kernel.step.format);
         if let Some(fit) = plan.as_ref().and_then(|p| p.clusters_fit) {
@@ -649,13 +726,9 @@ impl Session {
             mx,
             plan: plan.map(|p| p.text),
             alternatives: alternative_records,
-            mma_sync_ceiling: None,
+            // An sm80 twin is read against the GPU's mma.sync ceiling, timed in its own loop.
+            mma_sync_ceiling,
         };
-        let mut record = record;
-        if kernel.file.targets == Targets::Ampere {
-            // An sm80 twin is read against the GPU's mma.sync ceiling, timed now, at the same clocks.
-            record.mma_sync_ceiling = Some(crate::run::ceiling::measure(self, options.iters)?);
-        }
         Ok(StepOutcome {
             checks,
             alternatives,
@@ -664,13 +737,14 @@ impl Session {
     }
 }
 
-/// Compiles the kernel file that serves this GPU, loads it, and reads its resource figures.
-pub fn load_kernel(gpu: &Gpu, step: &'static Step, shape: Shape) -> Result<LoadedKernel> {
+/// Compiles the step's kernel file of `twin` (`None`: the GPU's own) that serves this GPU, loads it,
+/// and reads its resource figures.
+pub fn load_kernel(gpu: &Gpu, step: &'static Step, twin: Option<Twin>, shape: Shape) -> Result<LoadedKernel> {
     let file = step
-        .kernel_for_device(gpu.major, gpu.minor)
+        .kernel_of_twin(gpu.major, gpu.minor, twin)
         .ok_or_else(|| Error::Unsupported {
             step: step.binary(),
-            needs: step.needs(),
+            needs: step.needs(twin),
             found: format!("{} (compute capability {}.{})", gpu.info.name, gpu.major, gpu.minor),
         })?;
     load_kernel_file(gpu, step, file, shape)

@@ -8,7 +8,7 @@
 use crate::check::problem::Shape;
 use crate::device::gpu::Gpu;
 use crate::error::{Error, Result};
-use crate::run::registry::Step;
+use crate::run::registry::{Step, Twin};
 use crate::run::results::{significant, StepRecord};
 use crate::run::session::{RunOptions, Session};
 use std::time::Instant;
@@ -71,11 +71,11 @@ pub struct Outcome {
     pub skipped: Vec<Shape>,
 }
 
-/// Runs `step` at every shape of [`SHAPES`]: verify, then (unless `options.check_only`) time against
+/// Runs `step`'s kernel of `twin` (`None`: the GPU's own) at every shape of [`SHAPES`]: verify, then (unless `options.check_only`) time against
 /// cuBLAS. Progress goes to stderr, one line before and one after each shape. A shape that fails
 /// verification is named in [`Outcome::failures`] and the sweep goes on; a shape that does not fit in
 /// the GPU's memory is skipped with a note; any other error (a hang, a CUDA error) ends the sweep.
-pub fn run(gpu: Gpu, step: &'static Step, seed: u64, options: &RunOptions) -> Result<Outcome> {
+pub fn run(gpu: Gpu, step: &'static Step, twin: Option<Twin>, seed: u64, options: &RunOptions) -> Result<Outcome> {
     let total = SHAPES.len();
     let mut records = Vec::new();
     let mut failures = Vec::new();
@@ -89,7 +89,7 @@ pub fn run(gpu: Gpu, step: &'static Step, seed: u64, options: &RunOptions) -> Re
             if options.check_only { "" } else { ", timing" }
         );
         let mut session = match Session::new(gpu.take().expect("returned after every shape"), shape, seed) {
-            Ok(session) => session,
+            Ok(session) => session.with_twin(twin),
             Err(e @ Error::OutOfMemory(_)) => {
                 eprintln!("{what}: skipped: {e}");
                 skipped.push(shape);

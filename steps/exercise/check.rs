@@ -121,8 +121,6 @@ fn ask_prediction(ex: &Exercise, prediction: &Prediction, given: Option<f64>) ->
 /// assembled but there is no GPU to run it; an error (wrong result, hung, compile error) otherwise.
 pub fn check(id: &str, options: &CheckOptions) -> Result<Ending> {
     let ex = find(id)?;
-    // The step's own kernel the student's file is compared and timed with is the same twin's.
-    gemm_ladder::run::registry::choose_twin(ex.targets.twin());
     let record = options.file.is_none();
     let (shown, source) = match &options.file {
         Some(f) => (
@@ -253,7 +251,8 @@ fn run_check(ex: &Exercise, file: &KernelFile, source: &str, options: &CheckOpti
     let mut timed: Option<Vec<Timing>> = None;
     for (n, &shape) in shapes.iter().enumerate() {
         step.format.check(shape, &what)?;
-        let mut session = Session::new(gpu, shape, options.seed)?;
+        // The step's own kernel the student's file is compared and timed with is the same twin's.
+        let mut session = Session::new(gpu, shape, options.seed)?.with_twin(ex.targets.twin());
         let checks = verify_at(&mut session, ex, &function, file, &what)?;
         println!("  {shape}:");
         for c in &checks {

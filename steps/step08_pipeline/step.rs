@@ -307,7 +307,7 @@ pub mod sm80 {
             STAGE_BYTES / 1024
         );
         crate::run::registry::tell_plan(
-            8,
+            &KERNEL,
             ops.shape,
             crate::run::registry::Plan {
                 text,

@@ -300,7 +300,7 @@ pub mod sm80 {
             }
         );
         crate::run::registry::tell_plan(
-            9,
+            &KERNEL,
             ops.shape,
             crate::run::registry::Plan {
                 text,

@@ -487,7 +487,7 @@ mod hopper {
             cluster_blocks: tile.blocks(),
             clusters: fit,
         });
-        tell_plan(super::STEP.id, shape, Plan { text, clusters_fit });
+        tell_plan(&KERNEL, shape, Plan { text, clusters_fit });
     }
 
     /// The tile chosen for `shape`, once per GPU context and shape: choosing loads every tile's
@@ -867,6 +867,9 @@ mod blackwell {
     }
 }
 
+/// The step's workspace (stream-K's partial tiles and flags), which step 11's sm80 twin needs too.
+pub use hopper::workspace;
+
 const BLACKWELL: KernelFile = blackwell::KERNEL;
 
 /// The sm80 twin's tile, ring and launch: step 09's twin, persistent, with the Hopper twin's schedule.
@@ -956,6 +959,57 @@ pub mod sm80 {
         } else {
             SHALLOW
         };
+        let plan = schedule(func, stream, ops, BK, smem_bytes(config), stream_k)?;
+        if stream_k {
+            let text = format!(
+                "step 10 (sm80) at {s}: {BM}×{BN} blocks, a ring of {} stages, {}",
+                config.0, plan.text
+            );
+            tell_plan(
+                &KERNEL,
+                s,
+                Plan {
+                    text,
+                    clusters_fit: plan.clusters_fit,
+                },
+            );
+        }
+        launch_maps_then(
+            func,
+            stream,
+            &[],
+            &[ops.a, ops.b, ops.c, plan.partials, plan.flags],
+            ops,
+            &plan.ints,
+            plan.launch,
+        )
+    }
+
+    /// A persistent launch of BM×BN tiles (this twin's, and step 11's sm80 twin's): its grid, the
+    /// stream-K workspace, the kernel's last three arguments (`dp_tiles`, `sk_clusters`, `epoch`) and
+    /// what the decomposition chose.
+    pub struct Schedule {
+        pub launch: crate::run::registry::Launch,
+        pub partials: u64,
+        pub flags: u64,
+        pub ints: [i32; 3],
+        /// The decomposition, in words, and how many blocks fit at once.
+        pub text: String,
+        pub clusters_fit: Option<crate::run::profile::ClustersFit>,
+    }
+
+    /// The schedule of `func` (K tiles of `bk` elements, `smem` bytes of shared memory a block) at the
+    /// operands' shape: as many blocks as fit on the GPU at once, then the Hopper twin's decomposition
+    /// of the tiles over them; with `stream_k` false, every tile whole.
+    pub fn schedule(
+        func: &CudaFunction,
+        stream: &CudaStream,
+        ops: &GemmOperands,
+        bk: u32,
+        smem: u32,
+        stream_k: bool,
+    ) -> Result<Schedule> {
+        let s = ops.shape;
         // ANCHOR: sm80_grid
         // As many blocks as fit on the GPU at once (the occupancy calculator says how many), then the
         // Hopper twin's decomposition of the tiles over them.
@@ -965,10 +1019,10 @@ pub mod sm80 {
             cluster_m: 1,
             cluster_n: 1,
             threads: THREADS,
-            smem: smem_bytes(config),
+            smem,
         };
         let tiles = gemm.tiles(s) as u32;
-        let k_tiles = s.k.div_ceil(BK as usize) as u32;
+        let k_tiles = s.k.div_ceil(bk as usize) as u32;
         let fit = gemm.blocks_fit(func, stream)?;
         let d = Decomposition::choose(tiles, k_tiles, fit, stream_k);
         let mut launch = gemm.launch(d.clusters);
@@ -979,27 +1033,17 @@ pub mod sm80 {
         } else {
             (0, 0)
         };
-        if stream_k {
-            let text = format!(
-                "step 10 (sm80) at {s}: {BM}×{BN} blocks, a ring of {} stages, {}",
-                config.0,
-                d.describe()
-            );
-            let clusters_fit = Some(crate::run::profile::ClustersFit {
+        Ok(Schedule {
+            launch,
+            partials,
+            flags,
+            ints: [d.dp_tiles as i32, d.sk_clusters as i32, ops.workspace.epoch as i32],
+            text: d.describe(),
+            clusters_fit: Some(crate::run::profile::ClustersFit {
                 cluster_blocks: 1,
                 clusters: fit,
-            });
-            tell_plan(super::STEP.id, s, Plan { text, clusters_fit });
-        }
-        launch_maps_then(
-            func,
-            stream,
-            &[],
-            &[ops.a, ops.b, ops.c, partials, flags],
-            ops,
-            &[d.dp_tiles as i32, d.sk_clusters as i32, ops.workspace.epoch as i32],
-            launch,
-        )
+            }),
+        })
     }
 
     #[cfg(test)]

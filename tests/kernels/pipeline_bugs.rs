@@ -70,7 +70,7 @@ pub const BUGS: &[PipelineBug] = &[
 
 /// The step's Hopper kernel file.
 pub fn hopper_kernel(step: &'static Step) -> &'static KernelFile {
-    step.kernel_for_device(9, 0)
+    step.kernel_of_twin(9, 0, None)
         .unwrap_or_else(|| panic!("{} has no Hopper kernel", step.binary()))
 }
 

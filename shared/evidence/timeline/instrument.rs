@@ -98,6 +98,7 @@ fn read_global_u32(module: &Arc<CudaModule>, gpu: &Gpu, name: &str) -> Result<u3
 /// and drawn; the figure and the trace written under `book_dir` (when there is one).
 pub fn timeline_main(
     step: &'static Step,
+    twin: Option<crate::run::registry::Twin>,
     gpu: Gpu,
     shape: Shape,
     seed: u64,
@@ -105,7 +106,7 @@ pub fn timeline_main(
     book_dir: Option<&Path>,
 ) -> Result<()> {
     let file = step
-        .kernel_for_device(gpu.major, gpu.minor)
+        .kernel_of_twin(gpu.major, gpu.minor, twin)
         .filter(|k| k.source.contains("TIMELINE_STAMP("))
         .ok_or_else(|| {
             Error::Usage(format!(
@@ -115,7 +116,7 @@ pub fn timeline_main(
         })?;
     let gpu_name = gpu.info.name.clone();
     let sms = gpu.info.sms;
-    let mut session = Session::new(gpu, shape, seed)?;
+    let mut session = Session::new(gpu, shape, seed)?.with_twin(twin);
     let id = step.id;
     session.kernel(id)?;
     let inst = load_instrumented(&session.gpu, file)?;

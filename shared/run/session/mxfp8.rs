@@ -49,6 +49,14 @@ pub(super) struct MxState {
     fp8: Option<std::result::Result<Fp8Tensorwise, String>>,
 }
 
+impl MxState {
+    /// Forgets the steps' outputs (the session now runs another twin's kernels); the inputs stay.
+    pub(super) fn forget_step_outputs(&mut self) {
+        self.outputs.clear();
+        self.bf16_outputs.clear();
+    }
+}
+
 /// `copies` device copies of `host`: one upload, then device-to-device copies.
 fn replicate<T: cudarc::driver::DeviceRepr>(
     gpu: &Gpu,
@@ -367,6 +375,7 @@ impl Session {
     /// tensorwise on the same e4m3 bytes with tensor scales of 1, when cuBLASLt serves the shape.
     pub(super) fn time_mx_step(&mut self, id: u8, iters: Option<u32>) -> Result<StepTiming> {
         self.ensure_mx_baselines()?;
+        self.prepare_ceiling(id)?;
         let what = self.kernel(id)?.step.binary();
         let this = &*self;
         let mx = this.mx_state()?;
@@ -422,12 +431,25 @@ impl Session {
                 launch: &mut tensorwise,
             });
         }
+        let probes = this.ceiling.as_ref();
+        let (mut on_ldmatrix, mut on_registers) = this.ceiling_launches();
+        if probes.is_some() {
+            contenders.push(Contender {
+                name: crate::run::ceiling::Probes::LDMATRIX_NAME,
+                launch: &mut on_ldmatrix,
+            });
+            contenders.push(Contender {
+                name: crate::run::ceiling::Probes::REGISTERS_NAME,
+                launch: &mut on_registers,
+            });
+        }
         for (launch, name) in alternative_launches.iter_mut().zip(&alternatives) {
             contenders.push(Contender { name, launch });
         }
         let measured = timing::measure(&this.gpu, shape, iters, &mut contenders)?;
         let mut timings = measured.timings;
         let alternative_timings = timings.split_off(timings.len() - alternatives.len());
+        let ceiling_timings = timings.split_off(timings.len() - if probes.is_some() { 2 } else { 0 });
         let mut timings = timings.into_iter();
         let (Some(step), Some(cublas_f32_c), Some(cublas_bf16), Some(dequantized)) =
             (timings.next(), timings.next(), timings.next(), timings.next())
@@ -435,6 +457,9 @@ impl Session {
             return Err(Error::Other(format!("{what}: the timing loop lost a contender")));
         };
         let fp8_timing = timings.next();
+        let mma_sync_ceiling = probes
+            .zip(ceiling_timings.get(..2))
+            .map(|(probes, ceiling)| probes.record(&ceiling[0], &ceiling[1], &cublas_bf16, measured.clocks.clone()));
         let baselines = MxBaselines {
             quantizer: MxBaselines::QUANTIZER.to_string(),
             ratio_cublas_f32_c: Some(step.tflops / cublas_f32_c.tflops),
@@ -453,6 +478,7 @@ impl Session {
             cublas_sgemm: None,
             clocks: measured.clocks,
             warmup_ms: measured.warmup_ms,
+            mma_sync_ceiling,
             mx: Some(baselines),
             alternatives: alternative_timings,
         })
