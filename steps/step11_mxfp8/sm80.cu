@@ -1,5 +1,3 @@
-// DRAFT, not registered in step.rs and never run: spills (~500 bytes on sm_80, ~300 on sm_90) in the
-// main loop; the conversion and fragment layout are written but unverified. See issue 31.
 // Step 11 · MXFP8 (the sm80 twin: any GPU of compute capability 8.0+): exact conversion in registers.
 //
 // A and B are e4m3 bytes with one e8m0 scale per 32 elements along K (shared/check/mx.rs), C is fp32.
@@ -30,14 +28,6 @@
 #include "flag.cuh"
 #include "mx.cuh"
 
-namespace std {
-template <bool V>
-struct bool_constant {
-    static constexpr bool value = V;
-};
-using true_type = bool_constant<true>;
-using false_type = bool_constant<false>;
-}  // namespace std
 
 #ifndef BM
 #error "BM (rows of C per block) is set by step.rs"
@@ -92,14 +82,17 @@ static_assert(STAGES >= 2, "a ring has a stage being filled and a stage being re
 template <int ROWS>
 __device__ __forceinline__ void load_tile(u32 tile, const u8* __restrict__ matrix, int rows, int K, int row0, int k0,
                                           int tid) {
+    // Thread tid copies chunk tid % 8 of rows tid / 8 + 32i: one source pointer and one swizzled
+    // destination, stepped by 32 rows (a multiple of the swizzle's 8).
+    constexpr int ROWS_PER_PASS = THREADS / 8;
+    const int row = tid / 8, chunk = tid % 8;
+    const int k = k0 + 16 * chunk;
+    const u8* src = matrix + (i64)(row0 + row) * K + k;
+    const u32 dst = tile + swizzle_128b_offset(row, chunk);
     #pragma unroll
-    for (int i = 0; i < ROWS * BK / 16 / THREADS; ++i) {
-        const int piece = tid + i * THREADS;
-        const int row = piece / 8, chunk = piece % 8;
-        const int global_row = row0 + row, k = k0 + 16 * chunk;
-        const bool inside = global_row < rows && k < K;
-        const u8* src = inside ? matrix + (i64)global_row * K + k : matrix;
-        cp_async_16(tile + swizzle_128b_offset(row, chunk), src, inside);
+    for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
+        const bool inside = row0 + row + ROWS_PER_PASS * i < rows && k < K;
+        cp_async_16(dst + ROWS_PER_PASS * ROW_BYTES * i, inside ? src + (i64)ROWS_PER_PASS * i * K : matrix, inside);
     }
 }
 
@@ -221,6 +214,12 @@ struct LoadCursor {
 };
 // ANCHOR_END: cursor
 
+// The address of 16-byte chunk `chunk` of this lane's row, from the row's start: step 05's swizzle,
+// with row % 8 = lane % 8 (every row a lane names here is a multiple of 8 rows past its lane's).
+__device__ __forceinline__ u32 swizzled_lane(u32 row_start, int lane, int chunk) {
+    return row_start + ((chunk ^ (lane % 8)) * 16);
+}
+
 // ANCHOR: convert
 // An MMA operand's four registers from two `ldmatrix` words of e4m3 (rows g and g + 8, k = 4t .. 4t+3
 // of a k16 slice): even bytes as k = 2t, 2t+1, odd bytes as k = 2t+8, 2t+9 (see the top), each pair
@@ -239,6 +238,50 @@ __device__ __forceinline__ u32 factor_of(u32 scales, int row, int block) {
     asm volatile("ld.shared.u8 %0, [%1];" : "=r"(s) : "r"(scales + (row / 128) * SCALE_PIECE + scale_offset(row % 128) + block));
     return scale_bf16x2(s, WIDE);
 }
+
+// ANCHOR: mma
+// One MX block (k32, s of the K tile's four) of a warp's 64×64, one k16 slice at a time, so that beside
+// the 128 accumulators a thread holds only one slice's converted B (16 registers) and the block's 16
+// factors: per slice 2 ldmatrix.x4 of B (four column tiles each) and 4 ldmatrix.x2 of A, the
+// conversion, 32 MMAs. `a_lanes`/`b_lanes`: this lane's row address in the A and B tiles (chunk 0);
+// `a_rows`/`b_rows`: the first row of the warp's 64 in each; WIDE: the K tile's conversion.
+template <bool WIDE>
+__device__ __forceinline__ void mma_block(float (&acc)[M_TILES][N_TILES][4], u32 a_lanes, u32 b_lanes, u32 scales,
+                                          int s, int a_rows, int b_rows, int lane) {
+    const int g = lane / 4;
+    u32 b_factor[N_TILES], a_factor[M_TILES][2];
+    #pragma unroll
+    for (int j = 0; j < N_TILES; ++j) b_factor[j] = factor_of<WIDE>(scales + A_SCALE_BYTES, b_rows + 8 * j + g, s);
+    #pragma unroll
+    for (int i = 0; i < M_TILES; ++i)
+        #pragma unroll
+        for (int down = 0; down < 2; ++down) a_factor[i][down] = factor_of<WIDE>(scales, a_rows + 16 * i + 8 * down + g, s);
+    #pragma unroll
+    for (int q = 0; q < 2; ++q) {  // the block's two k16 slices
+        const int chunk = 2 * s + q;
+        // B's operands for the slice, converted once for the four row tiles of A.
+        u32 b_op[N_TILES][2];
+        #pragma unroll
+        for (int jj = 0; jj < N_TILES / 4; ++jj) {
+            u32 b[4];
+            ldmatrix_x4(b, swizzled_lane(b_lanes + 32 * ROW_BYTES * jj, lane, chunk));
+            #pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int j = 4 * jj + r;
+                e4m3x4_to_bf16x4(b[r], b_factor[j], WIDE, b_op[j][0], b_op[j][1]);
+            }
+        }
+        #pragma unroll
+        for (int i = 0; i < M_TILES; ++i) {
+            u32 top, bottom, a_op[4];
+            ldmatrix_x2(top, bottom, swizzled_lane(a_lanes + 16 * ROW_BYTES * i, lane, chunk));
+            a_operand<WIDE>(a_op, top, bottom, a_factor[i][0], a_factor[i][1]);
+            #pragma unroll
+            for (int j = 0; j < N_TILES; ++j) mma_bf16_16816(acc[i][j], a_op, b_op[j][0], b_op[j][1]);
+        }
+    }
+}
+// ANCHOR_END: mma
 
 // ANCHOR: kernel
 extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
@@ -262,15 +305,11 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
         n0 = tile_n * BN;
     };
 
-    // Step 10's addresses: for e4m3, matrix m of an x4 is 8 rows × 16 bytes = one k16 slice.
-    const int a_row = warp_row * WM + (lane & 15);
-    const int b_row = warp_column * WN + ((lane >> 4) << 3) + (lane & 7);
-    auto a_lane = [&](u32 a_tile, int i, int s) {
-        return a_tile + swizzle_128b_offset(a_row + 16 * i, 2 * s + (lane >> 4));
-    };
-    auto b_lane = [&](u32 b_tile, int j, int s) {
-        return b_tile + swizzle_128b_offset(b_row + 16 * j, 2 * s + ((lane >> 3) & 1));
-    };
+    // For e4m3 a matrix of an ldmatrix is 8 rows × 16 bytes: 16 elements of K, one k16 slice (a chunk).
+    // A: an x2 per row tile and slice, lanes 0..15 naming its 16 rows; B: an x4 per four column tiles
+    // (32 rows, one a lane) and slice. The lane's row in each tile, in bytes:
+    const int a_rows = warp_row * WM, b_rows = warp_column * WN;
+    const u32 a_lane_row = (a_rows + (lane & 15)) * ROW_BYTES, b_lane_row = (b_rows + lane) * ROW_BYTES;
     const MmaFragment frag(lane);
 
     LoadCursor loads(schedule, block);
@@ -299,37 +338,6 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
     auto slot = [&](int g) { return reinterpret_cast<float4*>(workspace) + (i64)g * (BM * BN / 4); };
 
     float acc[M_TILES][N_TILES][4];
-    // ANCHOR: mma
-    // One MX block (k32, s of the K tile's four) of the warp's 64×64: 4 + 4 ldmatrix.x4 of e4m3, the
-    // conversion, 2 × 32 MMAs.
-    auto mma_block = [&](u32 a_tile, u32 b_tile, u32 scales, int s, auto wide) {
-        constexpr bool WIDE = decltype(wide)::value;
-        u32 a[M_TILES][4], b[N_TILES / 2][4];
-        #pragma unroll
-        for (int i = 0; i < M_TILES; ++i) ldmatrix_x4(a[i], a_lane(a_tile, i, s));
-        #pragma unroll
-        for (int j = 0; j < N_TILES / 2; ++j) ldmatrix_x4(b[j], b_lane(b_tile, j, s));
-        #pragma unroll
-        for (int q = 0; q < 2; ++q) {  // the block's two k16 slices
-            // B's operands for the slice, converted once for the four row tiles of A.
-            u32 b_op[N_TILES][2];
-            #pragma unroll
-            for (int j = 0; j < N_TILES; ++j) {
-                const u32 factor = factor_of<WIDE>(scales + A_SCALE_BYTES, warp_column * WN + 8 * j + frag.row, s);
-                e4m3x4_to_bf16x4(b[j / 2][2 * (j % 2) + q], factor, WIDE, b_op[j][0], b_op[j][1]);
-            }
-            #pragma unroll
-            for (int i = 0; i < M_TILES; ++i) {
-                const int row = warp_row * WM + 16 * i + frag.row;
-                u32 a_op[4];
-                a_operand<WIDE>(a_op, a[i][2 * q], a[i][2 * q + 1], factor_of<WIDE>(scales, row, s),
-                                factor_of<WIDE>(scales, row + 8, s));
-                #pragma unroll
-                for (int j = 0; j < N_TILES; ++j) mma_bf16_16816(acc[i][j], a_op, b_op[j][0], b_op[j][1]);
-            }
-        }
-    };
-    // ANCHOR_END: mma
 
     u32 it = 0;
     WorkList work(schedule, block);
@@ -352,19 +360,20 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
             const u32 b_tile = a_tile + A_TILE_BYTES;
             const u32 scales = scale_ring + (it % STAGES) * SCALE_STAGE_BYTES;
             // ANCHOR: wide
-            // The narrow factor needs every scale byte of the tile below 135; the warp checks its own
-            // (the pieces' top bits: a byte of 128 or more takes the exact two-multiply path).
+            // The narrow factor needs every scale byte of the tile below 135; the warp checks the stage's
+            // (a byte of 128 or more, its top bit set, takes the exact two-multiply path).
             u32 high = 0;
-            if (lane < (A_SCALE_BYTES + B_SCALE_BYTES) / 16) {
-                const Chunk16 c = ld_shared_16(scales + 16 * lane);
-                high = (c.w[0] | c.w[1] | c.w[2] | c.w[3]) & 0x80808080u;
+            #pragma unroll
+            for (int c = lane; c < SCALE_STAGE_BYTES / 16; c += 32) {
+                const Chunk16 chunk = ld_shared_16(scales + 16 * c);
+                high |= (chunk.w[0] | chunk.w[1] | chunk.w[2] | chunk.w[3]) & 0x80808080u;
             }
             const bool wide = __any_sync(0xffffffffu, high != 0);
             // ANCHOR_END: wide
             #pragma unroll 1
             for (int s = 0; s < BK / 32; ++s) {
-                if (wide) mma_block(a_tile, b_tile, scales, s, std::true_type{});
-                else mma_block(a_tile, b_tile, scales, s, std::false_type{});
+                if (wide) mma_block<true>(acc, a_tile + a_lane_row, b_tile + b_lane_row, scales, s, a_rows, b_rows, lane);
+                else mma_block<false>(acc, a_tile + a_lane_row, b_tile + b_lane_row, scales, s, a_rows, b_rows, lane);
             }
         }
         // ANCHOR: fixup
