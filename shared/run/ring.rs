@@ -18,6 +18,7 @@ pub fn optin_smem(stream: &CudaStream) -> Result<u32> {
         .map_err(Error::cuda("reading the shared memory a block may have"))
 }
 
+// ANCHOR: deeper
 /// The deeper compilation `deep` (loaded on first use) when `func` is `shallow`'s own compilation and
 /// the GPU lets a block have `deep`'s shared memory; `None`: launch `func` as it is (the GPU holds
 /// only the shallow ring, or `func` is another text, such as an exercise's edited kernel).
@@ -32,3 +33,4 @@ pub fn deeper(
     }
     crate::run::loader::function_in(stream, deep).map(Some)
 }
+// ANCHOR_END: deeper

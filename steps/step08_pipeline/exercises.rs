@@ -92,4 +92,48 @@ pub const EXERCISES: &[Exercise] = &[
             chapter_answer: "Above 1×, by a modest fraction. The producer refills a stage when the consumers release it, one K tile behind (wgmma_wait<1>), so with two stages the copy of K tile t + 1 starts as the MMAs of tile t start and has one tile of MMA time to land: 2·128·256·64 = 4.2 Mflop, 1024 cycles of an SM's tensor cores: 0.56 µs at the datasheet's 1.83 GHz, about 0.66 µs at the clock the timed loop runs at (the step's timing line gives it). A TMA copy of a 48 KiB stage from L2 takes hundreds of clocks before its first bytes land, so some of that lead is used up every tile and the tensor cores idle for the rest; three stages give about two tiles (1.1 to 1.3 µs) of lead.",
         }),
     },
+    Exercise {
+        id: "08.4",
+        step: 8,
+        targets: Targets::Ampere,
+        kind: Kind::FindTheBug,
+        title: "One tile too far",
+        name: "one_tile_too_far",
+        intro: "Step 08's sm80 twin with one planted bug in its ring: `exercise check 08.4` fails at every shape with more than one K tile. No mbarrier here: the ring is counted in commit groups (`cp_async_wait<STAGES - 2>`) and freed by the block barrier. Which K tile should the copies issued in iteration t fetch, and into which slot does it land?",
+        edits: &[Edit {
+            find: "        if (t + STAGES - 1 < k_tiles) load_stage(t + STAGES - 1);\n",
+            replace: "        if (t + STAGES < k_tiles) load_stage(t + STAGES);\n",
+        }],
+        answer: Some("The prologue puts tiles 0 .. STAGES − 2 in flight, so iteration t refills with tile t + STAGES − 1, into slot (t − 1) % STAGES: the slot of tile t − 1, which every warp finished reading before the barrier at the top of iteration t. Tile t + STAGES lands in slot t % STAGES, the one being multiplied in this iteration, and tile t + STAGES − 1 is never fetched."),
+        hints: &[
+            "The prologue commits STAGES − 1 groups: tiles 0 .. STAGES − 2. After the barrier of iteration t, which tiles are in the ring, and which slot is free?",
+            "Tile u goes to slot u % STAGES. The slot free after iteration t's barrier held tile t − 1: which tile number maps to it?",
+            "if (t + STAGES - 1 < k_tiles) load_stage(t + STAGES - 1); tile t + STAGES overwrites tile t, the one being read.",
+        ],
+        prediction: None,
+    },
+    Exercise {
+        id: "08.5",
+        step: 8,
+        targets: Targets::Ampere,
+        kind: Kind::FillTheGap,
+        title: "The slot to refill",
+        name: "slot_to_refill",
+        intro: "Step 08's sm80 twin without the slot a K tile is copied into (the `ring` part). Until you write it, `exercise check 08.5` stops at NVRTC's error on the `____` line. The MMAs read tile t from slot t % STAGES; the copies must put it there, and must not overwrite a slot some warp still reads.",
+        edits: &[Edit {
+            find: "    auto load_stage = [&](int t) {\n        const u32 a_tile = ring + (t % STAGES) * STAGE_BYTES;\n",
+            replace: concat!(
+                "    auto load_stage = [&](int t) {\n",
+                "        // TODO(exercise 08.5): the slot of the ring that K tile t is copied into.\n",
+                "        const u32 a_tile = ring + (____) * STAGE_BYTES;\n",
+            ),
+        }],
+        answer: Some("Slot t % STAGES, the slot the MMAs read tile t from. Iteration t copies tile t + STAGES − 1 into slot (t − 1) % STAGES, that of tile t − 1; the copy is issued after the barrier at the top of iteration t, which every warp reaches only once it has finished tile t − 1's MMAs. The block barrier is the ring's empty barrier."),
+        hints: &[
+            "The `____` is a compile error until you write it. The MMAs of iteration t read `ring + (t % STAGES) * STAGE_BYTES`.",
+            "The ring has STAGES slots and tile numbers grow without end; the same slot comes round every STAGES tiles.",
+            "t % STAGES. It is free to overwrite after the barrier because every warp has left the tile that used it before.",
+        ],
+        prediction: None,
+    },
 ];
