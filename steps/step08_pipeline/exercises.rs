@@ -136,4 +136,34 @@ pub const EXERCISES: &[Exercise] = &[
         ],
         prediction: None,
     },
+    Exercise {
+        id: "08.6",
+        step: 8,
+        targets: Targets::Ampere,
+        kind: Kind::PredictThenMeasure,
+        title: "Two stages (sm80)",
+        name: "two_stages_sm80",
+        intro: "Step 08's sm80 twin with a ring of two stages. Where a block may have 163 KiB or more (A100, A30, Orin, H100, H200) the step's own launch takes a three-stage ring; an exercise's kernel is always compiled as the ring every GPU holds, and this edit says so in the file: two stages. Before `exercise check 08.6`, predict its time as a multiple of step 08's own on your GPU: how many K tiles of copies are in flight while the MMAs of one run, and how long do those MMAs take? The check prints the measured ratio.",
+        edits: &[Edit {
+            find: concat!("#error \"STAGES (K tiles in the ring) is set by step.rs\"\n", "#endif\n"),
+            replace: concat!(
+                "#error \"STAGES (K tiles in the ring) is set by step.rs\"\n",
+                "#endif\n",
+                "// exercise 08.6: two stages, whatever the GPU holds.\n",
+                "#undef STAGES\n",
+                "#define STAGES 2\n",
+            ),
+        }],
+        answer: None,
+        hints: &[
+            "With S stages the copies of K tile t + S − 1 are issued after the barrier of iteration t: they have S − 1 K tiles of MMAs to land in.",
+            "One K tile of a block is 2·256·128·64 = 4.2 Mflop; the chapter's table gives the twin's rate, hence the MMA time per tile. A cp.async from L2 takes hundreds of clocks before its first bytes land, and 48 KiB at the SM's share of L2's bandwidth some more.",
+            "On a 99 KiB part (RTX 30/40/50, L4) the step itself has two stages: expect exactly 1×. On a GPU that holds three, the copies get one tile of lead instead of two: slower only if one tile of MMAs is not enough time for a tile's copies to land.",
+        ],
+        prediction: Some(Prediction {
+            question: "How many times step 08's own time does the two-stage ring take at 4096³ (`exercise check 08.6 --size 4096`)?",
+            unit: "× the step's time",
+            chapter_answer: "Exactly 1× on a 99 KiB part, whose step has two stages too. Where the step has three (A100, H100, H200) above 1×, by the part of each K tile's copies the third stage hid: with two stages the copies of tile t + 1 are issued as the MMAs of tile t start and have one tile of MMA time (4.2 Mflop a block) to land, with three they have two. But the H200's twin is little latency-bound (part 1 found 3 or 4 stages changed little there), and one tile of lead is enough: about 1× there too, within the loop's noise. Expect a visible fraction only where a tile's copies take longer than its MMAs, a GPU whose L2 is farther in clocks.",
+        }),
+    },
 ];
