@@ -23,6 +23,11 @@ const MAY_SPILL: &[(&str, u32, &str)] = &[
         "step 11's fully fused design: 128 accumulators and 2 × 32 A fragments leave too few of a consumer's 240 registers for the loop-invariant addresses, spilled outside the main loop",
     ),
     (
+        "steps/step11_mxfp8/sm80.cu",
+        160,
+        "step 11's sm80 twin: 128 accumulators, one k16 slice's converted B and the MX block's 16 factors fill the 255 registers of a block of 256 threads; loop-invariant scalars of the copies and the epilogue are spilled (sm_80: 136 bytes stored and loaded), about one reload a K tile in the main loop",
+    ),
+    (
         "steps/step10_persistent/sm90.cu",
         320,
         "step 10: 128 accumulators and a held half tile leave a consumer few of its 232 registers, and the producer has 40; a few loop-invariant scalars are spilled outside the main loop. The spill-free builds measured (chapter 10b) made the producer's K-tile count signed and needed 2.5 % more cycles at 4096³",
@@ -387,7 +392,7 @@ fn timeline_stamps_are_only_in_the_instrumented_build() -> Ran {
     Ok(())
 }
 
-/// Issue 26's sm80 twins: steps 04–07 each have one, it is claimed (so compiled and assembled above)
+/// The sm80 twins (issues 26 and 31): steps 04–11 each have one, it is claimed (so compiled and assembled above)
 /// for every family a student's GPU may be, A100 to RTX 50, and its shared memory fits the 99 KiB a
 /// block gets on RTX 40/50 and L4 parts.
 fn every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib() {
@@ -398,7 +403,7 @@ fn every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib() {
         Arch::new(9, 0, false),
         Arch::new(12, 0, false),
     ];
-    for id in 4..=7u8 {
+    for id in 4..=11u8 {
         let step = steps::get(id).unwrap();
         let file = step
             .file_of_twin(Twin::Sm80)
@@ -453,6 +458,32 @@ fn each_gpu_gets_its_own_twin_unless_another_is_chosen() {
     assert!(needs.contains("8.0 or newer") && !needs.contains('\n'), "{needs}");
 }
 
+/// The deeper rings of steps 08–11's sm80 twins (their launches take them where a block may have
+/// the shared memory: 163 KiB on A100, A30, Orin; 227 KiB on H100, H200) assemble, without spills
+/// beyond `MAY_SPILL`'s, for those GPUs' archs.
+fn the_sm80_twins_deep_rings_assemble_for_the_gpus_that_hold_them() -> Ran {
+    use gemm_ladder::run::steps::{step08_pipeline, step09_epilogue_double_buffer, step10_persistent, step11_mxfp8};
+    common::nvrtc()?;
+    let mut assembled = true;
+    let a100 = [Arch::SM80, Arch::SM90];
+    let hopper_only = [Arch::SM90];
+    for (file, archs) in [
+        (&step08_pipeline::sm80::DEEP_KERNEL, &a100[..]),
+        (&step08_pipeline::sm80::SPECIALISED_DEEP, &a100[..]),
+        (&step09_epilogue_double_buffer::sm80::DEEP_KERNEL, &a100[..]),
+        (&step10_persistent::sm80::DEEP_KERNEL, &a100[..]),
+        // Three stages of e4m3 and their scales with the fp32 chunks: 164.5 KiB, an H100's or H200's.
+        (&step11_mxfp8::sm80::DEEP_KERNEL, &hopper_only[..]),
+    ] {
+        let limit = if archs.contains(&Arch::SM80) { 163 } else { 227 } * 1024;
+        assert!(file.max_dynamic_smem <= limit, "{}", file.path);
+        for &arch in archs {
+            assembled &= compile_and_assemble(file, arch);
+        }
+    }
+    common::assembled(assembled)
+}
+
 /// The `mma.sync` ceiling kernels assemble for every GPU the sm80 twins serve, with no spills.
 fn the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus() -> Ran {
     use gemm_ladder::run::ceiling;
@@ -471,6 +502,7 @@ common::harness::tests!(
     every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib,
     each_gpu_gets_its_own_twin_unless_another_is_chosen,
     the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus,
+    the_sm80_twins_deep_rings_assemble_for_the_gpus_that_hold_them,
     every_kernel_compiles_and_assembles_for_every_architecture_it_claims,
     the_planted_bug_kernels_compile_too,
     the_planted_pipeline_bugs_compile_too,

@@ -320,13 +320,11 @@ fn on_the_gpu_the_conversion_is_exact_for_every_byte_and_scale() -> Ran {
     Ok(())
 }
 
-/// Step 11's kernel where some scales are wide (above 134: blocks whose largest element is 2^16 or
-/// more), so that some warps take the two-multiplication path in some K tiles and the others the one-
-/// multiplication path: rows of A and B scaled by 2^20 (exact in bf16) in a pattern that gives every
-/// consumer warp both kinds of K tile. The same inputs show design (a)'s limited fp8 accumulation.
-fn on_the_gpu_step_11_is_exact_with_wide_scales() -> Ran {
-    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let gpu = common::gpu()?;
+/// Inputs at 520×600×384 where some scales are wide (above 134): rows of A and B scaled by 2^20
+/// (exact in bf16) in a pattern that gives every consumer warp of the Hopper kernel both kinds of K
+/// tile (the sm80 twin, which checks a whole 128-deep K tile's scales, takes the wide path in every
+/// K tile here, and the narrow one at every other shape); with the count of wide scale bytes.
+fn wide_scale_inputs() -> (Shape, Inputs, usize) {
     let shape = Shape::new(520, 600, 384);
     let mut inputs = Inputs::generate(shape, 77);
     let widen = |values: &mut [bf16], rows_scaled: &dyn Fn(usize, usize) -> bool| {
@@ -345,6 +343,17 @@ fn on_the_gpu_step_11_is_exact_with_wide_scales() -> Ran {
     let mx = MxInputs::from_inputs(&inputs);
     let wide = mx.a.scales.iter().chain(&mx.b.scales).filter(|&&s| s > 134).count();
     assert!(wide > 0, "the test needs scale bytes above 134");
+    (shape, inputs, wide)
+}
+
+/// Step 11's kernel where some scales are wide (above 134: blocks whose largest element is 2^16 or
+/// more), so that some warps take the two-multiplication path in some K tiles and the others the one-
+/// multiplication path: rows of A and B scaled by 2^20 (exact in bf16) in a pattern that gives every
+/// consumer warp both kinds of K tile. The same inputs show design (a)'s limited fp8 accumulation.
+fn on_the_gpu_step_11_is_exact_with_wide_scales() -> Ran {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let gpu = common::gpu()?;
+    let (shape, inputs, wide) = wide_scale_inputs();
     let mut session = Session::with_inputs(gpu, inputs).unwrap_or_else(|e| panic!("{e}"));
     // The step's own kernel must pass. Design (a) (sm90_promote.cu) misses the fp32 bound here, on
     // elements that one wide block dominates, because the fp8 MMA adds a block's 32 products with less
@@ -391,20 +400,23 @@ fn on_the_gpu_step_11_is_exact_with_wide_scales() -> Ran {
     Ok(())
 }
 
+/// The shapes step 11's kernels are verified at: square, ragged in every dimension, one element.
+const STEP_11_SHAPES: [Shape; 6] = [
+    Shape::square(512),
+    Shape::square(1024),
+    Shape::new(1000, 1030, 160),
+    Shape::new(4099, 129, 544),
+    Shape::new(300, 520, 224),
+    Shape::new(1, 1, 32),
+];
+
 /// Step 11's own kernel, verified like every step (against step 10 on the dequantized operands,
 /// cuBLAS bf16 and fp32-out, the f64 MX product) at square and ragged shapes, then timed once with
 /// its baselines. Needs the real sm90.cu (a placeholder traps).
 fn on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
     let mut gpu = common::gpu()?;
-    let shapes = [
-        Shape::square(512),
-        Shape::square(1024),
-        Shape::new(1000, 1030, 160),
-        Shape::new(4099, 129, 544),
-        Shape::new(300, 520, 224),
-        Shape::new(1, 1, 32),
-    ];
+    let shapes = STEP_11_SHAPES;
     let check_only = RunOptions {
         check_only: true,
         iters: None,
@@ -491,6 +503,46 @@ fn on_the_gpu_cublaslt_fp8_tensorwise_gives_the_product_of_the_e4m3_bytes() -> R
     Ok(())
 }
 
+/// Step 11's sm80 twin (exact conversion in registers, bf16 `mma.sync`), verified like the step's own
+/// kernel at its square and ragged shapes, and with wide scales (each warp takes both conversions).
+fn on_the_gpu_step_11_s_sm80_twin_is_exact_at_every_shape_and_with_wide_scales() -> Ran {
+    use gemm_ladder::run::registry::Twin;
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let mut gpu = common::gpu()?;
+    let check_only = RunOptions {
+        check_only: true,
+        iters: None,
+    };
+    for (i, &shape) in STEP_11_SHAPES.iter().enumerate() {
+        let mut session = Session::new(gpu, shape, 3100 + i as u64)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_twin(Some(Twin::Sm80));
+        let outcome = session
+            .run_step(11, &check_only)
+            .unwrap_or_else(|e| panic!("step11 (sm80) {shape}: {e}"));
+        let path = session.kernel(11).unwrap_or_else(|e| panic!("{e}")).file.path;
+        assert_eq!(path, "steps/step11_mxfp8/sm80.cu");
+        assert!(
+            outcome.checks.len() == 4 && outcome.checks.iter().all(|c| c.passed),
+            "step11 (sm80) {shape}: {:?}",
+            outcome.checks
+        );
+        gpu = session.into_gpu();
+    }
+    let (shape, inputs, wide) = wide_scale_inputs();
+    let mut session = Session::with_inputs(gpu, inputs)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_twin(Some(Twin::Sm80));
+    let checks = session
+        .verify(11)
+        .unwrap_or_else(|e| panic!("step11 (sm80) {shape}: {e}"));
+    for check in &checks {
+        println!("step11 (sm80) {shape}, {wide} wide scales: {check}");
+    }
+    assert!(checks.len() == 4 && checks.iter().all(|c| c.passed));
+    Ok(())
+}
+
 common::harness::tests!(
     correct_mx_kernels_pass_and_wrong_ones_fail_every_check,
     the_mx_shape_rule_is_one_line_before_any_launch,
@@ -500,5 +552,6 @@ common::harness::tests!(
     on_the_gpu_the_conversion_is_exact_for_every_byte_and_scale,
     on_the_gpu_step_11_is_exact_with_wide_scales,
     on_the_gpu_step_11_is_verified_at_square_and_ragged_shapes,
+    on_the_gpu_step_11_s_sm80_twin_is_exact_at_every_shape_and_with_wide_scales,
     on_the_gpu_cublaslt_fp8_tensorwise_gives_the_product_of_the_e4m3_bytes,
 );

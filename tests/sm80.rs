@@ -16,8 +16,8 @@ use std::sync::Mutex;
 /// One GPU test at a time: they share the device and its memory.
 static GPU: Mutex<()> = Mutex::new(());
 
-/// The twin steps of issue 26's half of the ladder.
-const TWIN_STEPS: [u8; 4] = [4, 5, 6, 7];
+/// The twin steps of issue 26's half of the ladder, and issue 31's steps 08–10.
+const TWIN_STEPS: [u8; 7] = [4, 5, 6, 7, 8, 9, 10];
 
 fn every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_shapes() -> Ran {
     let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,7 +166,7 @@ fn a_twin_the_gpu_cannot_run_is_refused_in_one_line() -> Ran {
     drop(gpu);
     for (binary, twin, words) in [
         (env!("CARGO_BIN_EXE_step04"), other, "needs a"),
-        (env!("CARGO_BIN_EXE_step08"), "sm80", "sm80 twin"),
+        (env!("CARGO_BIN_EXE_step11"), "sm80", "sm80 twin"),
     ] {
         let out = std::process::Command::new(binary)
             .args(["--twin", twin, "--check", "--size", "256", "--seed", "1"])

@@ -25,6 +25,11 @@ __device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], u32 row_address) {
                  : "r"(row_address));
 }
 
+// Two 8×8 matrices -> two registers; lanes 0..15 give the rows (lane l: row l % 8 of matrix l / 8).
+__device__ __forceinline__ void ldmatrix_x2(u32& r0, u32& r1, u32 row_address) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(row_address));
+}
+
 // d += a · b for one 16×8×16 tile (d is read and written in place).
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
     asm volatile(

@@ -97,6 +97,7 @@ pub const HEADERS: &[&str] = &[
     "cp_async.cuh",
     "mma_sm80.cuh",
     "smem_sm80.cuh",
+    "mbarrier_sm80.cuh",
     "tcgen05.cuh",
     "mbarrier_sm100.cuh",
     "cluster.cuh",

@@ -35,6 +35,7 @@ pub mod provenance;
 pub mod registry;
 pub mod report;
 pub mod results;
+pub mod ring;
 pub mod rounds;
 pub mod session;
 pub mod steps;

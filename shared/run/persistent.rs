@@ -81,6 +81,50 @@ impl PersistentGemm {
         Ok(clusters)
     }
 
+    /// How many blocks of this kernel fit on the GPU at once, for a kernel without clusters (the sm80
+    /// twin's: GPUs before sm_90 have none): blocks per SM (the driver's occupancy calculator) × SMs.
+    /// Kept per load as [`PersistentGemm::clusters_fit`] keeps its answer.
+    pub fn blocks_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
+        assert_eq!(self.blocks(), 1, "a kernel in clusters asks clusters_fit");
+        let Some(load) = crate::run::loader::load_of(function) else {
+            return self.ask_blocks_fit(function, stream);
+        };
+        let key = (load, self.threads, self.smem, 1);
+        let known = CLUSTERS_FIT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|fit| fit.get(&key).copied());
+        if let Some(blocks) = known {
+            return Ok(blocks);
+        }
+        let blocks = self.ask_blocks_fit(function, stream)?;
+        CLUSTERS_FIT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(std::collections::HashMap::new)
+            .insert(key, blocks);
+        Ok(blocks)
+    }
+
+    fn ask_blocks_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
+        use cudarc::driver::sys::CUdevice_attribute as Attr;
+        let per_sm = function
+            .occupancy_max_active_blocks_per_multiprocessor(self.threads, self.smem as usize, None)
+            .map_err(Error::cuda("asking how many blocks fit on an SM"))?;
+        let sms = stream
+            .context()
+            .attribute(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(Error::cuda("reading the GPU's SM count"))? as u32;
+        if per_sm == 0 {
+            return Err(Error::Other(format!(
+                "this GPU cannot hold a block of {} threads with {} bytes of shared memory",
+                self.threads, self.smem
+            )));
+        }
+        Ok(per_sm * sms)
+    }
+
     /// The launch of `clusters` clusters in a row.
     pub fn launch(&self, clusters: u32) -> Launch {
         let config = LaunchConfig {

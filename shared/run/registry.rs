@@ -292,6 +292,7 @@ pub struct GemmOperands {
 pub type LaunchFn = fn(&CudaFunction, &CudaStream, &GemmOperands) -> Result<()>;
 
 /// One kernel source file and how to launch it.
+#[derive(Clone, Copy)]
 pub struct KernelFile {
     /// Path from the crate root, for messages and the book (`steps/step01_naive/kernel.cu`).
     pub path: &'static str,
@@ -348,6 +349,7 @@ impl crate::device::nvrtc::KernelSource for KernelFile {
 /// of the step verifies it with the step's checks (against the step's own kernel among them) and times
 /// it in the step's alternating loop, and the record keeps what it measured
 /// ([`crate::run::results::AlternativeRecord`]).
+#[derive(Clone, Copy)]
 pub struct Alternative {
     /// Short name, for tables and `--emit … --alternative NAME`: `promote`.
     pub name: &'static str,
@@ -358,6 +360,22 @@ pub struct Alternative {
     /// kernel), rather than another design: the record says how far the chosen plan was from the
     /// fastest of these ([`crate::run::results::StepRecord::choice`]).
     pub plan: bool,
+}
+
+/// One list of a step's alternatives from two (each twin's own): `N` must be their lengths' sum.
+pub const fn alternatives_of_both<const N: usize>(first: &[Alternative], second: &[Alternative]) -> [Alternative; N] {
+    assert!(first.len() + second.len() == N && N > 0);
+    let mut all = [if first.is_empty() { second[0] } else { first[0] }; N];
+    let mut i = 0;
+    while i < N {
+        all[i] = if i < first.len() {
+            first[i]
+        } else {
+            second[i - first.len()]
+        };
+        i += 1;
+    }
+    all
 }
 
 /// A rung of the ladder.
@@ -407,8 +425,8 @@ impl Step {
     }
 
     /// The alternatives to `kernel` (the step's kernel file that runs) with a kernel for a device of
-    /// compute capability `major.minor`: those of the same family, so that a twin is measured beside
-    /// its own twin's designs only.
+    /// compute capability `major.minor`: those of the same twin, so that a twin is measured beside
+    /// its own twin's designs only (an sm80 alternative that needs sm_89 is still an sm80 design).
     pub fn alternatives_beside<'a>(
         &'a self,
         kernel: &'a KernelFile,
@@ -417,7 +435,7 @@ impl Step {
     ) -> impl Iterator<Item = &'a Alternative> {
         self.alternatives
             .iter()
-            .filter(move |a| a.kernel.targets == kernel.targets && a.kernel.targets.serves(major, minor))
+            .filter(move |a| a.kernel.targets.twin() == kernel.targets.twin() && a.kernel.targets.serves(major, minor))
     }
 
     /// What this step can run on, for the refusal message: with a twin chosen (`Some`), what that

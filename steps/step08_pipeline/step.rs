@@ -10,12 +10,19 @@
 //! pair), warp-specialised: a producer warp fills a ring of `STAGES` = 5 slots, the leader's MMA warp
 //! empties it (full/empty mbarriers, parity waits, commits multicast to both blocks' `empty`), and
 //! four epilogue warps wait once for the last commit, then store as in step 07.
+//!
+//! sm80 twin (`sm80.cu`): step 07's twin's tile and loop, CUTLASS 2.x's multistage ring: every thread
+//! copies and computes, one `cp.async` group and one block barrier per K tile, and as many stages as
+//! the GPU gives a block shared memory for (3 where it has 163 KiB or more, 2 on a 99 KiB part). The
+//! warp-specialised ring (`sm80_specialised.cu`: a producer warp, full/empty mbarriers, no
+//! `setmaxnreg`) and the two-stage ring are timed beside it as alternatives.
 
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, KernelText, Launch, Step, Targets,
+    launch_with_maps_in, launch_with_pointers, tile_config, Alternative, Format, GemmOperands, KernelFile, KernelText,
+    Launch, Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -184,13 +191,136 @@ mod blackwell {
 
 const BLACKWELL: KernelFile = blackwell::KERNEL;
 
+/// The sm80 twin's tile, ring and launch: step 07's twin, as deep as the GPU's shared memory allows.
+pub mod sm80 {
+    use super::*;
+
+    /// Step 07's twin's tile: 256×128, eight warps of 64×64, K tiles of 64.
+    pub const BM: u32 = 256;
+    pub const BN: u32 = 128;
+    pub const BK: u32 = 64;
+    pub const THREADS: u32 = 256;
+    /// The warp-specialised alternative: one producer warp more.
+    pub const SPECIALISED_THREADS: u32 = THREADS + 32;
+    pub const BLOCKS_PER_SM: u32 = 1;
+    /// One stage: an A tile (256 rows) and a B tile (128 rows) of 128 bytes a row, 48 KiB.
+    pub const STAGE_BYTES: u32 = (BM + BN) * BK * 2;
+    // ANCHOR: stages
+    /// The ring every GPU of the twin holds: 2 × 48 = 96 KiB, within the 99 KiB a block may have on
+    /// RTX 30/40/50 and L4 parts (compute capability 8.6, 8.9, 12.x).
+    pub const SHALLOW: u32 = 2;
+    /// The ring where a block may have 163 KiB (A100, A30, Orin) or 227 KiB (H100, H200): 144 KiB.
+    /// The launch takes it where the driver says the GPU has room (`run::ring::deeper`).
+    pub const DEEP: u32 = 3;
+    /// The ring's bytes, and the barriers the specialised ring keeps after it (two per stage).
+    pub const fn smem_bytes(stages: u32) -> u32 {
+        stages * STAGE_BYTES + 2 * stages * 8
+    }
+    // ANCHOR_END: stages
+    const _: () = assert!(smem_bytes(SHALLOW) <= 99 * 1024 && smem_bytes(DEEP) <= 163 * 1024);
+    const _: () = assert!(smem_bytes(DEEP + 1) > 163 * 1024);
+
+    macro_rules! ring {
+        ($path:literal, $stages:expr, $launch:expr) => {
+            KernelFile {
+                path: $path,
+                text: KernelText::File,
+                targets: Targets::Ampere,
+                entry: "gemm",
+                defines: &[
+                    ("BM", BM as u64),
+                    ("BN", BN as u64),
+                    ("BK", BK as u64),
+                    ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+                    ("STAGES", $stages as u64),
+                ],
+                max_dynamic_smem: smem_bytes($stages),
+                launch: $launch,
+            }
+        };
+    }
+
+    /// The step's kernel as registered: the ring every GPU holds; its launch takes the deeper
+    /// compilation where the GPU has the shared memory for it.
+    pub const KERNEL: KernelFile = ring!("steps/step08_pipeline/sm80.cu", SHALLOW, launch);
+    /// The three-stage compilation, loaded on first use by a launch on a GPU that holds it.
+    pub static DEEP_KERNEL: KernelFile = ring!("steps/step08_pipeline/sm80.cu", DEEP, launch_as_compiled);
+    const SPECIALISED: KernelFile = ring!("steps/step08_pipeline/sm80_specialised.cu", SHALLOW, launch_specialised);
+    pub static SPECIALISED_DEEP: KernelFile =
+        ring!("steps/step08_pipeline/sm80_specialised.cu", DEEP, launch_specialised);
+
+    pub const ALTERNATIVES: &[Alternative] = &[
+        Alternative {
+            name: "sm80-specialised",
+            design: "a producer warp and eight consumer warps around the same ring: full/empty mbarriers (cp.async.mbarrier.arrive.noinc, polled test_wait), no block barrier; no setmaxnreg, so nine warps get 168 registers a thread",
+            kernel: SPECIALISED,
+            plan: false,
+        },
+        Alternative {
+            name: "sm80-two-stages",
+            design: "the ring of two stages every GPU holds (step 07's depth), on this GPU too",
+            kernel: ring!(
+        "steps/step08_pipeline/sm80.cu", SHALLOW, launch_as_compiled),
+            plan: false,
+        },
+    ];
+
+    /// The stages `func` was compiled with: the deep compilation's, or the registered ring's.
+    fn stages_of(func: &CudaFunction) -> u32 {
+        let deep = [&DEEP_KERNEL, &SPECIALISED_DEEP];
+        if deep.iter().any(|file| crate::run::loader::compiled_from(func, file)) {
+            DEEP
+        } else {
+            SHALLOW
+        }
+    }
+
+    fn launch_ring(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands, threads: u32) -> Result<()> {
+        let config = tile_config(ops.shape, BM, BN, threads, smem_bytes(stages_of(func)));
+        launch_with_pointers(func, stream, ops, config)
+    }
+
+    /// The step's launch: the deepest ring the GPU holds, told once as the step's plan.
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let deep = crate::run::ring::deeper(func, stream, &KERNEL, &DEEP_KERNEL)?;
+        let func = deep.as_ref().unwrap_or(func);
+        let stages = stages_of(func);
+        let text = format!(
+            "step 08 (sm80) at {}: a ring of {stages} stages of {} KiB",
+            ops.shape,
+            STAGE_BYTES / 1024
+        );
+        crate::run::registry::tell_plan(
+            &KERNEL,
+            ops.shape,
+            crate::run::registry::Plan {
+                text,
+                clusters_fit: None,
+            },
+        );
+        launch_ring(func, stream, ops, THREADS)
+    }
+
+    fn launch_as_compiled(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_ring(func, stream, ops, THREADS)
+    }
+
+    fn launch_specialised(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let deep = crate::run::ring::deeper(func, stream, &SPECIALISED, &SPECIALISED_DEEP)?;
+        launch_ring(deep.as_ref().unwrap_or(func), stream, ops, SPECIALISED_THREADS)
+    }
+}
+
+const SM80: KernelFile = sm80::KERNEL;
+
 pub const STEP: Step = Step {
     id: 8,
     name: "pipeline",
     title: "Warp specialisation: a producer feeds a ring of stages while others compute (Hopper: two consumer warpgroups; Blackwell: an MMA warp and four epilogue warps)",
     predecessor: Some(7),
     format: Format::Bf16,
-    kernels: &[HOPPER, BLACKWELL],
-    alternatives: &[],
+    // The sm80 twin last: a GPU takes the first file that serves it, so Hopper keeps its own.
+    kernels: &[HOPPER, BLACKWELL, SM80],
+    alternatives: sm80::ALTERNATIVES,
     workspace: None,
 };

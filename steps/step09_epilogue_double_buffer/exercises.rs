@@ -69,4 +69,27 @@ pub const EXERCISES: &[Exercise] = &[
             chapter_answer: "Above 1×: most of what step 09 gained over step 08. Halving the staging (2 consumers × 2 buffers × 8 KiB = 32 KiB instead of 64) and the 18 KiB step 08 left unused pay for a fourth 48 KiB stage: 4 · 48 + 32 + 1 = 225 KiB of the 227 a block may have. A block at 4096³ runs 64 K slices of main loop and one epilogue, so the double buffer's direct gain can only be small, while the deeper ring helps the main loop, which is most of the time; taking the stage away gives back the larger share.",
         }),
     },
+    Exercise {
+        id: "09.3",
+        step: 9,
+        targets: Targets::Ampere,
+        kind: Kind::FillTheGap,
+        title: "Which chunk?",
+        name: "which_chunk",
+        intro: "Step 09's sm80 twin without the choice of staging chunk for chunk c = 2i + down of a warp's C (the `chunks` part). Until you write it, `exercise check 09.3` stops at NVRTC's error on the `____` line. Each warp has two private chunks and one `__syncwarp()` between packing a chunk and draining it; there is no block barrier in the epilogue.",
+        edits: &[Edit {
+            find: "const u32 chunk = staging + ((2 * i + down) % 2) * CHUNK_BYTES;",
+            replace: concat!(
+                "// TODO(exercise 09.3): which of this warp's two chunks chunk c = 2i + down uses.\n",
+                "                const u32 chunk = staging + (____) * CHUNK_BYTES;",
+            ),
+        }],
+        answer: Some("Chunk c goes through chunk (2i + down) % 2: the chunks alternate. A lane that packs chunk c has passed the __syncwarp after chunk c − 1's packing, which every lane reaches only after draining chunk c − 2, the last user of the same buffer; so one warp barrier per chunk protects both buffers, as tma_store_wait_read<1> does on Hopper."),
+        hints: &[
+            "The `____` is a compile error until you write it. A warp stores 8 chunks (i = 0..3, down = 0, 1) through two buffers of 8 rows × 64 columns.",
+            "Between packing chunk c and draining it there is one __syncwarp. Which earlier chunk must have been drained by every lane before chunk c is packed, and what guarantees it?",
+            "(2 * i + down) % 2: chunk c − 2 used the same buffer, and every lane drained it before the __syncwarp of chunk c − 1.",
+        ],
+        prediction: None,
+    },
 ];

@@ -8,12 +8,18 @@
 //! epilogue warp stores its 32 rows in 32-column chunks through two staging buffers (TMEM → registers
 //! → shared memory → TMA store, one `cp.async.bulk.wait_group.read 1` before a buffer is reused), and
 //! the 48 KiB this frees give the ring a 6th slot. The same `N % 8` fallback.
+//!
+//! sm80 twin (`sm80.cu`): step 08's twin; each warp stores its 64×64 part of `C` through two private
+//! 1 KiB chunks outside the ring, one `__syncwarp` per chunk and no block barrier. Beside a ring of
+//! three stages that is 160 KiB (A100, H100, H200); a 99 KiB part keeps two stages and carves the
+//! chunks from the ring after a block barrier.
 
 use crate::encoding::tma::{self, TmaSwizzle};
 use crate::encoding::{sm90, SmemSwizzle};
 use crate::error::Result;
 use crate::run::registry::{
-    launch_with_maps_in, tile_config, Format, GemmOperands, KernelFile, KernelText, Launch, Step, Targets,
+    launch_with_maps_in, launch_with_pointers, tile_config, Alternative, Format, GemmOperands, KernelFile, KernelText,
+    Launch, Step, Targets,
 };
 use cudarc::driver::{CudaFunction, CudaStream};
 
@@ -202,13 +208,120 @@ mod blackwell {
 
 const BLACKWELL: KernelFile = blackwell::KERNEL;
 
+/// The sm80 twin's tile, ring, staging and launch: step 08's twin with warp-private staging chunks.
+pub mod sm80 {
+    use super::*;
+    use crate::run::steps::step08_pipeline::sm80 as step08;
+
+    pub const BM: u32 = step08::BM;
+    pub const BN: u32 = step08::BN;
+    pub const BK: u32 = step08::BK;
+    pub const THREADS: u32 = step08::THREADS;
+    pub const BLOCKS_PER_SM: u32 = step08::BLOCKS_PER_SM;
+    pub const STAGE_BYTES: u32 = step08::STAGE_BYTES;
+    // ANCHOR: staging
+    /// Each warp's two staging chunks of 8 rows × 64 columns of bf16: 2 KiB a warp, 16 KiB a block.
+    pub const STAGING_BYTES: u32 = (THREADS / 32) * 2 * 8 * 64 * 2;
+    /// The ring's stages, and whether the staging chunks are carved from it: three stages with the
+    /// chunks beside them (160 KiB) where a block may have 163 KiB or more; two stages, the chunks in
+    /// the ring after a block barrier, on a 99 KiB part (two stages and 16 KiB beside them would be
+    /// 112 KiB).
+    pub const DEEP: (u32, bool) = (step08::DEEP, false);
+    pub const SHALLOW: (u32, bool) = (step08::SHALLOW, true);
+    pub const fn smem_bytes(config: (u32, bool)) -> u32 {
+        let (stages, in_ring) = config;
+        stages * STAGE_BYTES + if in_ring { 0 } else { STAGING_BYTES }
+    }
+    // ANCHOR_END: staging
+    const _: () = assert!(smem_bytes(SHALLOW) <= 99 * 1024 && smem_bytes(DEEP) <= 163 * 1024);
+    const _: () = assert!(smem_bytes((step08::SHALLOW, false)) > 99 * 1024);
+
+    macro_rules! kernel {
+        ($config:expr, $launch:expr) => {
+            KernelFile {
+                path: "steps/step09_epilogue_double_buffer/sm80.cu",
+                text: crate::run::registry::KernelText::File,
+                targets: Targets::Ampere,
+                entry: "gemm",
+                defines: &[
+                    ("BM", BM as u64),
+                    ("BN", BN as u64),
+                    ("BK", BK as u64),
+                    ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+                    ("STAGES", $config.0 as u64),
+                    ("STAGING_IN_RING", $config.1 as u64),
+                ],
+                max_dynamic_smem: smem_bytes($config),
+                launch: $launch,
+            }
+        };
+    }
+
+    /// The step's kernel as registered (what every GPU holds); its launch takes the deep compilation
+    /// where the GPU has the shared memory for it.
+    pub const KERNEL: KernelFile = kernel!(SHALLOW, launch);
+    pub static DEEP_KERNEL: KernelFile = kernel!(DEEP, launch_as_compiled);
+    /// Three stages with the chunks carved from the ring after a block barrier: what the disjoint
+    /// staging buys, on a GPU that holds both.
+    const IN_RING: (u32, bool) = (step08::DEEP, true);
+
+    pub const ALTERNATIVES: &[Alternative] = &[Alternative {
+        name: "sm80-staging-in-ring",
+        design: "the same three-stage ring and warp-private chunks, carved from the ring after a block barrier (a 99 KiB part's epilogue, at the deep ring's depth)",
+        kernel: kernel!(IN_RING, launch_as_compiled),
+        plan: false,
+    }];
+
+    fn config_of(func: &CudaFunction) -> (u32, bool) {
+        if crate::run::loader::compiled_from(func, &DEEP_KERNEL) {
+            DEEP
+        } else if crate::run::loader::compiled_from(func, &ALTERNATIVES[0].kernel) {
+            IN_RING
+        } else {
+            SHALLOW
+        }
+    }
+
+    fn launch_as_compiled(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let config = tile_config(ops.shape, BM, BN, THREADS, smem_bytes(config_of(func)));
+        launch_with_pointers(func, stream, ops, config)
+    }
+
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let deep = crate::run::ring::deeper(func, stream, &KERNEL, &DEEP_KERNEL)?;
+        let func = deep.as_ref().unwrap_or(func);
+        let (stages, in_ring) = config_of(func);
+        let text = format!(
+            "step 09 (sm80) at {}: a ring of {stages} stages, staging chunks {}",
+            ops.shape,
+            if in_ring {
+                "carved from the ring"
+            } else {
+                "beside the ring"
+            }
+        );
+        crate::run::registry::tell_plan(
+            &KERNEL,
+            ops.shape,
+            crate::run::registry::Plan {
+                text,
+                clusters_fit: None,
+            },
+        );
+        launch_as_compiled(func, stream, ops)
+    }
+}
+
+const SM80: KernelFile = sm80::KERNEL;
+
 pub const STEP: Step = Step {
     id: 9,
     name: "epilogue_double_buffer",
     title: "Double-buffered epilogue: C leaves in chunks (64 columns on Hopper, 32 on Blackwell) through two staging buffers; the freed memory deepens the ring",
     predecessor: Some(8),
     format: Format::Bf16,
-    kernels: &[HOPPER, BLACKWELL],
-    alternatives: &[],
+    // The sm80 twin last: a GPU takes the first file that serves it, so Hopper keeps its own.
+    kernels: &[HOPPER, BLACKWELL, SM80],
+    alternatives: sm80::ALTERNATIVES,
     workspace: None,
 };

@@ -71,4 +71,24 @@ pub const EXERCISES: &[Exercise] = &[
             chapter_answer: "About 1×. At 4096³ there are 32 × 16 tiles of 128 × 256 and 128 clusters: a grouped turn (tiles 0–127) needs 16 slabs of A (1 MiB each) and 8 of B (2 MiB each), 32 MiB; a row-major turn eight whole tile-rows, 8 slabs of A and all 16 of B, 40 MiB. Both fit in the H200's 60 MiB of L2, and the traffic from L2 to the SMs (384 MiB a turn) is the same in both orders. At 8192³ a grouped turn needs 68 MiB, a row-major one 138: about 2.0 bytes of DRAM per thousand flops, still a fraction of what DRAM delivers. Little difference at either size.",
         }),
     },
+    Exercise {
+        id: "10.3",
+        step: 10,
+        targets: Targets::Ampere,
+        kind: Kind::FindTheBug,
+        title: "Square shapes only (sm80)",
+        name: "tile_order_sm80",
+        intro: "Step 10's sm80 twin with one planted bug in its tile schedule, the Hopper twin's schedule code. `exercise check 10.3` passes at some shapes and fails at others: compare the shapes it fails at with those it passes (the twin's tile is 256 × 128), then read the `schedule` part.",
+        edits: &[Edit {
+            find: concat!("tile_m = first_m + within % rows;\n", "        tile_n = within / rows;"),
+            replace: concat!("tile_n = first_m + within % rows;\n", "        tile_m = within / rows;"),
+        }],
+        answer: Some("Inside a group the index runs down the rows first: tile_m = first_m + within % rows, tile_n = within / rows. Swapped, the blocks computed the transposed set of tiles: with 256 × 128 tiles, 257 × 255 is 2 × 2 tiles and passes, but 97 × 131 (1 × 2 tiles) and a square shape (N/128 columns of tiles, twice M/256) leave tiles of C unwritten."),
+        hints: &[
+            "Count the tiles down M and along N at each shape the check uses, with the twin's 256 × 128 tile. Which shapes give a square grid of tiles?",
+            "TileOrder::locate turns a tile number into (tile row, tile column). Inside a group the numbers run down the rows first: which of the two changes fastest?",
+            "tile_m = first_m + within % rows; tile_n = within / rows. Swapped, the blocks compute the transposed set of tiles, the same set only on a square grid of tiles.",
+        ],
+        prediction: None,
+    },
 ];

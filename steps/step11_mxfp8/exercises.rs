@@ -83,4 +83,48 @@ pub const EXERCISES: &[Exercise] = &[
             chapter_answer: "About 1×, slightly above. The early start can hide only what the GEMM does before its first load of B (being scheduled, barrier set-up, tensor-map prefetch, setmaxnreg) and the idle SMs of the pre-pass's last partial wave: a few microseconds against a step of hundreds of microseconds at 4096³, within a percent, about the size of the loop's noise. The development runs behind the chapter saw about +0.5 % at 4096³ and nothing measurable at 8192³ (unrecorded).",
         }),
     },
+    Exercise {
+        id: "11.4",
+        step: 11,
+        targets: Targets::Ampere,
+        kind: Kind::FindTheBug,
+        title: "Powers of two (sm80)",
+        name: "which_scale_sm80",
+        intro: "Step 11's sm80 twin with one planted bug in the conversion of an operand: `exercise check 11.4` fails at every shape, but C is not garbage: it is wrong by powers of two, in some places. Which elements of K does a K tile of 128 cover, and how many scales is that?",
+        edits: &[Edit {
+            find: "a_factor[i][down] = factor_of<WIDE>(scales, a_rows + 16 * i + 8 * down + g, s);",
+            replace: "a_factor[i][down] = factor_of<WIDE>(scales, a_rows + 16 * i + 8 * down + g, 0);",
+        }],
+        answer: Some("A K tile of 128 elements spans four 32-element scale blocks, and mma_block multiplies one of them, s, at a time: A's factors must come from block s of the row's four scale bytes. With block 0's for every s, elements 32..127 of every K tile of A were scaled by the first block's scale: wrong by a power of two wherever the blocks' scales differ."),
+        hints: &[
+            "The MMAs, the tile order and the epilogue are step 10's and know nothing of scales; the wrong values are off by powers of two, so look at the factors the conversion multiplies by.",
+            "A K tile is 128 elements: four scale blocks, s = 0 .. 3, one call of mma_block each. Do B's factors and A's both come from block s?",
+            "In mma_block, a_factor must come from factor_of(scales, row, s); the planted kernel takes block 0 for every s.",
+        ],
+        prediction: None,
+    },
+    Exercise {
+        id: "11.5",
+        step: 11,
+        targets: Targets::Ampere,
+        kind: Kind::FillTheGap,
+        title: "Even bytes, odd bytes (sm80)",
+        name: "even_and_odd_sm80",
+        intro: "Step 11's sm80 twin without the two registers of the `mma.sync` A fragment that the converted word of row g goes to (in `a_operand`). Until you write them, `exercise check 11.5` stops at NVRTC's errors on the `____` line. A wrong pair compiles, and then C is wrong: B's conversion has already decided the order of K.",
+        edits: &[Edit {
+            find: "e4m3x4_to_bf16x4(top, top_factor, WIDE, a[0], a[2]);",
+            replace: concat!(
+                "// TODO(exercise 11.5): which of the fragment's four registers take row g's even pair and its\n",
+                "    // odd pair? (a[0] .. a[3]; row g + 8's go to a[1] and a[3])\n",
+                "    e4m3x4_to_bf16x4(top, top_factor, WIDE, a[____], a[____]);",
+            ),
+        }],
+        answer: Some("ldmatrix gives lane (g, t) bytes 4t .. 4t+3 of row g's k16 slice; the conversion returns the pair (4t, 4t+2) and the pair (4t+1, 4t+3). B's conversion puts a word's even pair in b0 (the MMA's k = 2t, 2t+1) and its odd pair in b1 (k = 2t+8, 2t+9); A must agree: row g's even pair in a[0], its odd pair in a[2] (row g + 8's in a[1] and a[3]). Then every k of the slice meets its own partner, in a permuted order the dot product does not see."),
+        hints: &[
+            "The `____` are compile errors until you write them. The m16n8k16 A fragment is four registers: a[0] row g, k = 2t, 2t+1; a[1] row g + 8, the same k; a[2] row g, k = 2t+8, 2t+9; a[3] row g + 8, those k.",
+            "e4m3x4_to_bf16x4 returns the word's even bytes (4t, 4t+2) first and its odd bytes (4t+1, 4t+3) second; mma_block hands B's even pair to the MMA as b0 (k = 2t, 2t+1) and its odd pair as b1 (k = 2t+8, 2t+9).",
+            "a[0] and a[2].",
+        ],
+        prediction: None,
+    },
 ];

@@ -311,7 +311,9 @@ mod tests {
         assert_eq!((got.ints, got.pre_pass, got.co_resident), (vec![9], None, true));
 
         // A workspace sized for a smaller shape is refused, naming who needed it.
-        let small = operands(Shape::new(512, 384, 512), view);
+        // (a B larger than the sm80 twin's stream-K partials, which the workspace also holds: 132 ×
+        // 128 KiB)
+        let small = operands(Shape::new(512, 4096, 4096), view);
         let refused = launch.b_operand(&small).unwrap_err().to_string();
         assert!(
             refused.contains("step 11's converted B needs") && !refused.contains('\n'),

@@ -43,10 +43,12 @@ use cudarc::driver::{CudaFunction, CudaStream};
 /// bf16 (N×K), and a flag for each unit of that conversion (32 rows of B by one K tile of 64), which
 /// the alternative "overlapped" raises to its launch's epoch. The flags come first, zeroed when the
 /// workspace is made; the scratch after them, on a 1024-byte boundary.
-pub fn workspace(shape: Shape, _sms: u32) -> WorkspaceNeed {
+pub fn workspace(shape: Shape, sms: u32) -> WorkspaceNeed {
+    // The sm80 twin's stream-K takes step 10's (partial tiles and flags); the larger of the two.
+    let stream_k = crate::run::steps::step10_persistent::workspace(shape, sms);
     WorkspaceNeed {
-        flag_bytes: conversion_flag_bytes(shape),
-        scratch_bytes: (shape.n * shape.k * 2) as u64,
+        flag_bytes: conversion_flag_bytes(shape).max(stream_k.flag_bytes),
+        scratch_bytes: ((shape.n * shape.k * 2) as u64).max(stream_k.scratch_bytes),
     }
 }
 
@@ -155,13 +157,113 @@ const HOPPER: KernelFile = hopper::KERNEL;
 
 const BLACKWELL: KernelFile = blackwell::KERNEL;
 
+/// The sm80 twin (`sm80.cu`): step 10's sm80 twin on e4m3, each fragment converted to bf16 in
+/// registers between `ldmatrix` and the bf16 `mma.sync` (exact: every MX value is a bf16), the scales
+/// copied beside the ring, fp32 C through the warp-private chunks. The only MX path an A100 has.
+pub mod sm80 {
+    use super::*;
+    use crate::run::registry::{launch_maps_then, tell_plan, Plan};
+    use crate::run::steps::step10_persistent::sm80 as step10;
+
+    pub const BM: u32 = step10::BM;
+    pub const BN: u32 = step10::BN;
+    /// A K tile of 128 e4m3: a 128-byte row, as step 10's 64 bf16, so the ring and its swizzle are
+    /// step 10's; four MX blocks.
+    pub const BK: u32 = 128;
+    pub const THREADS: u32 = step10::THREADS;
+    pub const BLOCKS_PER_SM: u32 = step10::BLOCKS_PER_SM;
+    pub const GROUP_M: u32 = step10::GROUP_M;
+    /// One stage: A's and B's tiles (48 KiB, step 10's) and their scales (one 512-byte piece of the
+    /// blocked layout per 128 rows: 1.5 KiB).
+    pub const STAGE_BYTES: u32 = (BM + BN) * BK + (BM + BN) / 128 * 512;
+    /// Step 10's warp-private chunks, for fp32 C: 8 warps × 2 chunks of 8 rows × 32 columns (1 KiB).
+    pub const STAGING_BYTES: u32 = (THREADS / 32) * 2 * 8 * 32 * 4;
+    // ANCHOR: sm80_configs
+    /// Three stages and the chunks (164.5 KiB) on an H100 or H200; two stages, exactly 99 KiB, and C
+    /// stored from registers everywhere else (an A100's 163 KiB misses three stages with the chunks by
+    /// 1.5 KiB).
+    pub const DEEP: (u32, bool) = (3, true);
+    pub const SHALLOW: (u32, bool) = (2, false);
+    pub const fn smem_bytes(config: (u32, bool)) -> u32 {
+        let (stages, staging) = config;
+        stages * STAGE_BYTES + if staging { STAGING_BYTES } else { 0 }
+    }
+    // ANCHOR_END: sm80_configs
+    const _: () = assert!(smem_bytes(SHALLOW) <= 99 * 1024 && smem_bytes(DEEP) <= 227 * 1024);
+
+    macro_rules! kernel {
+        ($config:expr) => {
+            KernelFile {
+                path: "steps/step11_mxfp8/sm80.cu",
+                text: crate::run::registry::KernelText::File,
+                targets: Targets::Ampere,
+                entry: "gemm",
+                defines: &[
+                    ("BM", BM as u64),
+                    ("BN", BN as u64),
+                    ("BK", BK as u64),
+                    ("BLOCKS_PER_SM", BLOCKS_PER_SM as u64),
+                    ("STAGES", $config.0 as u64),
+                    ("STAGING", $config.1 as u64),
+                    ("GROUP_M", GROUP_M as u64),
+                ],
+                max_dynamic_smem: smem_bytes($config),
+                launch,
+            }
+        };
+    }
+
+    /// The step's kernel as registered (what every GPU holds); its launch takes the deep compilation
+    /// where the GPU has the shared memory for it.
+    pub const KERNEL: KernelFile = kernel!(SHALLOW);
+    pub static DEEP_KERNEL: KernelFile = kernel!(DEEP);
+
+    // ANCHOR: sm80_launch
+    fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        let s = ops.shape;
+        let deep = crate::run::ring::deeper(func, stream, &KERNEL, &DEEP_KERNEL)?;
+        let func = deep.as_ref().unwrap_or(func);
+        let config = if crate::run::loader::compiled_from(func, &DEEP_KERNEL) {
+            DEEP
+        } else {
+            SHALLOW
+        };
+        // Step 10's persistent grid, decomposition and stream-K workspace, K tiles of 128 e4m3.
+        let plan = step10::schedule(func, stream, ops, BK, smem_bytes(config), true)?;
+        let text = format!(
+            "step 11 (sm80) at {s}: {BM}×{BN} blocks, a ring of {} stages, {}",
+            config.0, plan.text
+        );
+        tell_plan(
+            &KERNEL,
+            s,
+            Plan {
+                text,
+                clusters_fit: plan.clusters_fit,
+            },
+        );
+        launch_maps_then(
+            func,
+            stream,
+            &[],
+            &[ops.a, ops.b, ops.scale_a, ops.scale_b, ops.c, plan.partials, plan.flags],
+            ops,
+            &plan.ints,
+            plan.launch,
+        )
+    }
+    // ANCHOR_END: sm80_launch
+}
+
+const SM80: KernelFile = sm80::KERNEL;
+
 pub const STEP: Step = Step {
     id: 11,
     name: "mxfp8",
     title: "MXFP8: e4m3 operands with one e8m0 scale per 1×32 block along K, fp32 C",
     predecessor: Some(10),
     format: Format::Mxfp8,
-    kernels: &[HOPPER, BLACKWELL],
+    kernels: &[HOPPER, BLACKWELL, SM80],
     alternatives: &[OVERLAPPED, FUSED, SMEM_B, PROMOTE],
     workspace: Some(workspace),
 };

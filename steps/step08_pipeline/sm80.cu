@@ -1,0 +1,243 @@
+// Step 08 · the ring (the sm80 twin: any GPU of compute capability 8.0+): as many stages as the GPU holds.
+//
+// The Hopper twin of this step specialises its warps: a producer warpgroup issues the TMA copies
+// around a ring of stages, the consumers compute, and full/empty mbarriers tell each side when it may
+// go on; `setmaxnreg` moves the producer's registers to the consumers. Below sm_90 there is no TMA and
+// no `setmaxnreg`: a copy is one `cp.async` per 16 bytes, issued by a thread, and a producer warp
+// would issue the whole stage alone (96 copies a thread per K tile) while keeping the registers a
+// consumer needs. So Ampere-class GEMMs (CUTLASS 2.x's multistage mainloop, FlashAttention-2) do not
+// specialise: every thread copies and computes, and the ring is kept in step by one cp.async group
+// per K tile and one block barrier per K tile:
+//   - the prologue puts the first STAGES − 1 K tiles in flight, one group each;
+//   - before computing tile t a thread waits until at most STAGES − 2 of its groups are in flight
+//     (`cp.async.wait_group`): its copies of tile t have landed;
+//   - the block barrier then makes every thread's copies visible, and is at the same time the `empty`
+//     barrier: past it, every warp is done with tile t − 1, whose stage the copies of tile
+//     t + STAGES − 1 now refill, in flight while tile t is multiplied.
+// This is step 07's twin's loop; what changes is the depth. How many stages fit is a property of the
+// GPU, not of the kernel: 48 KiB a stage, so an A100 or H100 (163 or 227 KiB a block) takes three and
+// a 99 KiB part (RTX 30/40/50, L4) two. step.rs asks the device and compiles STAGES accordingly; with
+// three, a copy has two K tiles of MMAs to land instead of one. The warp-specialised ring is kept as an
+// alternative (`sm80_specialised.cu`), timed beside this one.
+//
+// The epilogue is step 07's: C staged in the ring's place once every copy has landed.
+#include "common.cuh"
+#include "cp_async.cuh"
+#include "mma_sm80.cuh"
+#include "smem_sm80.cuh"
+#include "stmatrix.cuh"  // swizzle_128b_offset (stmatrix itself is sm_90 and newer, not used here)
+
+#ifndef BM
+#error "BM (rows of C per block) is set by step.rs"
+#endif
+#ifndef BN
+#error "BN (columns of C per block) is set by step.rs"
+#endif
+#ifndef BK
+#error "BK (depth of the K tile in shared memory) is set by step.rs"
+#endif
+#ifndef BLOCKS_PER_SM
+#error "BLOCKS_PER_SM (the occupancy the register budget is planned for) is set by step.rs"
+#endif
+#ifndef STAGES
+#error "STAGES (K tiles in the ring) is set by step.rs"
+#endif
+
+enum : int {
+    WARPS_M = BM / 64,            // warps along M: 4 for the 256-row tile
+    WARPS_N = 2,                  // warps along N
+    THREADS = 32 * WARPS_M * WARPS_N,
+    WM = BM / WARPS_M,            // rows of C per warp
+    WN = BN / WARPS_N,            // columns of C per warp
+    M_TILES = WM / 16,            // mma tiles of 16 rows per warp
+    N_TILES = WN / 8,             // mma tiles of 8 columns per warp
+    ROW_BYTES = 128,              // one row of a tile: BK = 64 bf16, eight 16-byte chunks
+    A_TILE_BYTES = BM * ROW_BYTES,
+    B_TILE_BYTES = BN * ROW_BYTES,
+    STAGE_BYTES = A_TILE_BYTES + B_TILE_BYTES,
+    A_PIECES = BM * BK / 8,       // 16-byte pieces per A tile
+    B_PIECES = BN * BK / 8,
+};
+static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp computes whole 16×16 pairs of mma tiles");
+static_assert(BK * 2 == ROW_BYTES, "the 128-byte swizzle works on rows of 128 bytes: BK = 64");
+static_assert(A_PIECES % THREADS == 0 && B_PIECES % THREADS == 0, "every thread copies the same count");
+static_assert(BN % 64 == 0 && BM * BN * 2 <= STAGES * STAGE_BYTES, "C's tile fits in the operands' place");
+static_assert(STAGES >= 2, "a ring has a stage being filled and a stage being read");
+
+// ANCHOR: load
+// Copies the K tile that starts at k0 as ROWS rows of 128 bytes, swizzled. Piece p is chunk p % 8 of
+// row p / 8: eight consecutive threads copy one whole row, a warp four whole 128-byte lines. Each piece
+// lands where the swizzle puts it. Pieces past the edge of the matrix arrive as zeros, as in step 04.
+template <int ROWS>
+__device__ __forceinline__ void load_tile(u32 tile, const bf16* __restrict__ matrix, int rows, int K, int row0,
+                                          int k0, int tid) {
+    #pragma unroll
+    for (int i = 0; i < ROWS * BK / 8 / THREADS; ++i) {
+        const int piece = tid + i * THREADS;
+        const int row = piece / 8, chunk = piece % 8;
+        const int global_row = row0 + row, k = k0 + 8 * chunk;
+        const bool inside = global_row < rows && k < K;
+        const bf16* src = inside ? matrix + (i64)global_row * K + k : matrix;
+        cp_async_16(tile + swizzle_128b_offset(row, chunk), src, inside);
+    }
+}
+// ANCHOR_END: load
+
+// ANCHOR: kernel
+// __launch_bounds__(256, BLOCKS_PER_SM): one block of eight warps per SM. Its 96 KiB would let two fit
+// in shared memory, but not in registers: a thread holds 128 accumulators and a k16 slice's fragments,
+// as in step 06, well over the 65536 / 512 = 128 registers two blocks of 256 threads would leave it.
+extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const bf16* __restrict__ A,
+                                                                         const bf16* __restrict__ B,
+                                                                         bf16* __restrict__ C, int M, int N, int K) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const u32 ring = smem_address(smem);
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int warp_row = warp / WARPS_N, warp_column = warp % WARPS_N;
+    const int m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * BN;
+
+    // ANCHOR: addresses
+    // Each lane's ldmatrix row, as in step 04, now in the swizzled tile: the reader applies the swizzle
+    // the writer did. A: lane l names row l % 16 of a 16-row tile, chunk 2s + l / 16 of slice s. B: lane
+    // l names row (l / 16) · 8 + l % 8 of a 16-row pair of tiles, chunk 2s + (l / 8) % 2. The eight lanes
+    // of a phase read one chunk of eight consecutive rows, which the swizzle spreads over all 32 banks.
+    const int a_row = warp_row * WM + (lane & 15);
+    const int b_row = warp_column * WN + ((lane >> 4) << 3) + (lane & 7);
+    auto a_lane = [&](u32 a_tile, int i, int s) {
+        return a_tile + swizzle_128b_offset(a_row + 16 * i, 2 * s + (lane >> 4));
+    };
+    auto b_lane = [&](u32 b_tile, int j, int s) {
+        return b_tile + swizzle_128b_offset(b_row + 16 * j, 2 * s + ((lane >> 3) & 1));
+    };
+    // ANCHOR_END: addresses
+
+    float acc[M_TILES][N_TILES][4];
+    #pragma unroll
+    for (int i = 0; i < M_TILES; ++i)
+        #pragma unroll
+        for (int j = 0; j < N_TILES; ++j)
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+
+    const int k_tiles = (K + BK - 1) / BK;
+    // ANCHOR: ring
+    // Stage t % STAGES holds K tile t: its A tile, then its B tile.
+    auto load_stage = [&](int t) {
+        const u32 a_tile = ring + (t % STAGES) * STAGE_BYTES;
+        load_tile<BM>(a_tile, A, M, K, m0, t * BK, tid);
+        load_tile<BN>(a_tile + A_TILE_BYTES, B, N, K, n0, t * BK, tid);
+    };
+    // The prologue: the first STAGES - 1 tiles in flight, one group of copies each.
+    for (int p = 0; p < STAGES - 1; ++p) {
+        if (p < k_tiles) load_stage(p);
+        cp_async_commit();
+    }
+    for (int t = 0; t < k_tiles; ++t) {
+        // At most STAGES - 2 groups still in flight: this thread's copies of tile t have landed. The
+        // barrier makes everyone's visible, and tells that every warp is done with tile t - 1, whose
+        // stage the next copies reuse.
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        // Tile t + STAGES - 1 flies while tile t is multiplied. A group is committed even when no tile
+        // is left, so that the count of groups in flight means the same in every iteration.
+        if (t + STAGES - 1 < k_tiles) load_stage(t + STAGES - 1);
+        cp_async_commit();
+        const u32 a_tile = ring + (t % STAGES) * STAGE_BYTES;
+        const u32 b_tile = a_tile + A_TILE_BYTES;
+        // ANCHOR_END: ring
+
+        // ANCHOR: mma
+        #pragma unroll
+        for (int s = 0; s < BK / 16; ++s) {
+            // Slice s is chunks 2s and 2s + 1 of every row.
+            u32 a[M_TILES][4], b[N_TILES / 2][4];
+            #pragma unroll
+            for (int i = 0; i < M_TILES; ++i) {
+                ldmatrix_x4(a[i], a_lane(a_tile, i, s));
+            }
+            #pragma unroll
+            for (int j = 0; j < N_TILES / 2; ++j) {
+                ldmatrix_x4(b[j], b_lane(b_tile, j, s));
+            }
+            #pragma unroll
+            for (int i = 0; i < M_TILES; ++i) {
+                #pragma unroll
+                for (int j = 0; j < N_TILES; ++j) {
+                    mma_bf16_16816(acc[i][j], a[i], b[j / 2][2 * (j % 2)], b[j / 2][2 * (j % 2) + 1]);
+                }
+            }
+        }
+        // ANCHOR_END: mma
+    }
+    // Every copy has landed (the last groups were empty) and every warp is done reading the ring
+    // before the epilogue stages C in its place.
+    cp_async_wait<0>();
+    __syncthreads();
+
+    // ANCHOR: epilogue
+    const MmaFragment frag(lane);
+    if (N % 8 == 0) {
+        // ANCHOR: stage
+        // 1. Registers -> the staging tile, in the ring's place, free since the barrier above. Column c of
+        // the tile is in box c / 64, chunk (c % 64) / 8 of its row, at byte 2 · (c % 8) of the chunk.
+        const u32 staging = ring;
+        auto staged = [&](int row, int col) {
+            return staging + (col / 64) * (BM * ROW_BYTES) + swizzle_128b_offset(row, (col % 64) / 8) +
+                   2 * (col % 8);
+        };
+        #pragma unroll
+        for (int i = 0; i < M_TILES; ++i) {
+            #pragma unroll
+            for (int j = 0; j < N_TILES; ++j) {
+                const int col = warp_column * WN + 8 * j + frag.column;
+                #pragma unroll
+                for (int down = 0; down < 2; ++down) {
+                    const int row = warp_row * WM + 16 * i + frag.row + 8 * down;
+                    st_shared_b32(staged(row, col), pack_bf16x2(acc[i][j][2 * down], acc[i][j][2 * down + 1]));
+                }
+            }
+        }
+        __syncthreads();
+        // ANCHOR_END: stage
+        // ANCHOR: store
+        // 2. The staging tile -> C, 16 bytes per thread: piece p is chunk p % (BN / 8) of row
+        // p / (BN / 8), so BN / 8 consecutive threads write one row of the tile.
+        #pragma unroll
+        for (int i = 0; i < BM * BN / 8 / THREADS; ++i) {
+            const int piece = tid + i * THREADS;
+            const int row = piece / (BN / 8), chunk = piece % (BN / 8);
+            const int global_row = m0 + row, col = n0 + 8 * chunk;
+            if (global_row >= M || col >= N) continue;
+            const u32 address = staging + (chunk / 8) * (BM * ROW_BYTES) + swizzle_128b_offset(row, chunk % 8);
+            st_global_16(C + (i64)global_row * N + col, ld_shared_16(address));
+        }
+        // ANCHOR_END: store
+        return;
+    }
+    // N % 8 != 0: step 05's stores, straight from the fragment, pair by pair where N is even.
+    const bool pairs_ok = (N % 2) == 0;
+    #pragma unroll
+    for (int i = 0; i < M_TILES; ++i) {
+        #pragma unroll
+        for (int j = 0; j < N_TILES; ++j) {
+            const int col = n0 + warp_column * WN + 8 * j + frag.column;
+            #pragma unroll
+            for (int down = 0; down < 2; ++down) {
+                const int row = m0 + warp_row * WM + 16 * i + frag.row + 8 * down;
+                const float lo = acc[i][j][2 * down], hi = acc[i][j][2 * down + 1];
+                if (row >= M || col >= N) continue;
+                bf16* dst = C + (i64)row * N + col;
+                if (pairs_ok) {
+                    *reinterpret_cast<u32*>(dst) = pack_bf16x2(lo, hi);
+                } else {
+                    dst[0] = float_to_bf16(lo);
+                    if (col + 1 < N) dst[1] = float_to_bf16(hi);
+                }
+            }
+        }
+    }
+    // ANCHOR_END: epilogue
+}
+// ANCHOR_END: kernel
