@@ -13,17 +13,18 @@
 //! 3. [`workspace`]: the session's one global-memory workspace and each launch's view of it.
 //! 4. [`registry`]: the step contract: steps, kernel files, formats and baselines, launches.
 //! 5. [`loader`]: compiling and loading a kernel file, once per context.
-//! 6. [`persistent`]: the persistent kernels' launch builder and tensor-map cache.
-//! 7. [`steps`]: every step's registration (`steps/stepNN_*/step.rs`).
-//! 8. [`exercise`]: the exercises: metadata and one checked edit of a step's kernel each.
-//! 9. [`profile`]: what a record keeps of what explains its time.
-//! 10. [`results`]: the records and the results files.
-//! 11. [`provenance`]: which kernel source a record ran, against the source shown now.
-//! 12. [`timing`]: the alternating loop that times the step and its baselines.
-//! 13. [`report`]: the printed report of a run.
-//! 14. [`ceiling`]: the `mma.sync` ceiling the sm80 twins are read against.
-//! 15. [`session`]: compiling, verifying and timing a step on the GPU.
-//! 16. [`sweep`]: the size sweep.
+//! 6. [`ring`]: how deep a `cp.async` ring the GPU holds (the sm80 twins' stages).
+//! 7. [`persistent`]: the persistent kernels' launch builder and tensor-map cache.
+//! 8. [`steps`]: every step's registration (`steps/stepNN_*/step.rs`).
+//! 9. [`exercise`]: the exercises: metadata and one checked edit of a step's kernel each.
+//! 10. [`profile`]: what a record keeps of what explains its time.
+//! 11. [`results`]: the records and the results files.
+//! 12. [`provenance`]: which kernel source a record ran, against the source shown now.
+//! 13. [`timing`]: the alternating loop that times the step and its baselines.
+//! 14. [`report`]: the printed report of a run.
+//! 15. [`ceiling`]: the `mma.sync` ceiling the sm80 twins are read against.
+//! 16. [`session`]: compiling, verifying and timing a step on the GPU.
+//! 17. [`sweep`]: the size sweep.
 
 pub mod ceiling;
 pub mod edit;

@@ -161,12 +161,8 @@ struct WorkList {
     }
 };
 
-// A flag in global memory, raised by one block and awaited by another (flag.cuh), at GPU scope: the
-// release orders the partial sums the warpgroup stored before it (its threads synchronised first),
-// the waiter's acquire orders the loads of them after it.
-__device__ __forceinline__ void flag_release(u32* flag, u32 value) {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
-}
+// The flags between blocks are flag.cuh's: `flag_release` after the partial sums (the warp's
+// threads synchronised first), `flag_wait` before a finisher loads them.
 // ANCHOR_END: stream_k
 
 // ANCHOR: cursor
