@@ -114,7 +114,10 @@ fn bad_values_are_refused_in_one_line_with_status_2() {
     // An architecture none of the step's kernels is for: which ones they are for. Step 05's Hopper
     // twin, asked for by --twin, is not for sm_80 either.
     let out = run("step11", &["--emit", "ptx", "--arch", "sm75"]);
-    refused(&out, &["step11 has no kernel for --arch sm_75", "sm_90a", "sm_100a", "sm_80+"]);
+    refused(
+        &out,
+        &["step11 has no kernel for --arch sm_75", "sm_90a", "sm_100a", "sm_80+"],
+    );
     let twin = run("step05", &["--emit", "ptx", "--twin", "hopper", "--arch", "sm80"]);
     refused(&twin, &["step05 has no kernel for --arch sm_80", "sm_90a"]);
     assert_eq!(
