@@ -109,7 +109,7 @@ impl WorkspaceView {
 /// step needs more, never shrunk; the memory is a `CudaSlice`, which holds its context, so it is freed
 /// in that context when the session ends. Each launch takes a view with a new epoch
 /// ([`Workspace::next_launch`]): flags are raised to epochs, never cleared, and since every launch's
-/// epoch is one more than the last launch's in the process ([`next_epoch`]), a flag left by any
+/// epoch is one more than the last launch's in the process (`next_epoch`), a flag left by any
 /// earlier launch (of any kernel) holds an older one.
 pub struct Workspace {
     memory: Option<CudaSlice<u8>>,
