@@ -5,6 +5,7 @@
 mod common;
 
 use common::Ran;
+use std::path::Path;
 
 use gemm_ladder::device::arch::Arch;
 use gemm_ladder::device::nvrtc::{self, Output};
@@ -37,7 +38,7 @@ const MAY_SPILL: &[(&str, u32, &str)] = &[
 /// Kernels allowed to spill only when built by CUDA 12's NVRTC and ptxas (12.9), which allocate
 /// registers a little differently from 13's: each with the most bytes and why that is acceptable.
 const MAY_SPILL_WITH_CUDA_12: &[(&str, u32, &str)] = &[(
-    "steps/step11_mxfp8/sm90_promote.cu",
+    "steps/step11_mxfp8/alternatives/sm90_promote.cu",
     8,
     "step 11's per-k32 promotion alternative, measured as built: ptxas 12.9 spills one 8-byte value its \
      13 keeps in registers; the step's own kernel does not spill",
@@ -52,6 +53,18 @@ fn spill_allowance(path: &str) -> Option<u32> {
         .chain(MAY_SPILL_WITH_CUDA_12.iter().filter(|_| cuda_12))
         .find(|(p, _, _)| *p == path)
         .map(|(_, bytes, _)| *bytes)
+}
+
+/// Every spill allowance names a kernel file that exists: one left behind by a move would silently stop
+/// allowing anything (as the CUDA 12 one did when step 11's alternatives moved to `alternatives/`).
+fn every_spill_allowance_names_a_kernel_file() -> Ran {
+    for (path, _, _) in MAY_SPILL.iter().chain(MAY_SPILL_WITH_CUDA_12) {
+        assert!(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(path).is_file(),
+            "{path}: no such kernel file"
+        );
+    }
+    Ok(())
 }
 
 /// Compiles `file` for `arch` with NVRTC and checks the PTX and cubin; assembles the PTX with ptxas
@@ -498,6 +511,7 @@ fn the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus() -> Ran {
 }
 
 common::harness::tests!(
+    every_spill_allowance_names_a_kernel_file,
     steps_01_to_03_round_by_hand_on_the_t4_and_when_forced,
     every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib,
     each_gpu_gets_its_own_twin_unless_another_is_chosen,
