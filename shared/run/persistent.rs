@@ -59,26 +59,9 @@ impl PersistentGemm {
     /// not change during a run and the launches of a timing loop should not each ask. A kernel of which
     /// no cluster fits is refused in one line.
     pub fn clusters_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
-        // A function the loader does not know is asked every time (every kernel of the crate is known).
-        let Some(load) = crate::run::loader::load_of(function) else {
-            return max_active_clusters(function, stream, &self.launch(1));
-        };
-        let key = (load, self.threads, self.smem, self.blocks());
-        let known = CLUSTERS_FIT
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .and_then(|fit| fit.get(&key).copied());
-        if let Some(clusters) = known {
-            return Ok(clusters);
-        }
-        let clusters = max_active_clusters(function, stream, &self.launch(1))?;
-        CLUSTERS_FIT
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert_with(std::collections::HashMap::new)
-            .insert(key, clusters);
-        Ok(clusters)
+        self.kept_fit(function, self.blocks(), || {
+            max_active_clusters(function, stream, &self.launch(1))
+        })
     }
 
     /// How many blocks of this kernel fit on the GPU at once, for a kernel without clusters (the sm80
@@ -86,25 +69,32 @@ impl PersistentGemm {
     /// Kept per load as [`PersistentGemm::clusters_fit`] keeps its answer.
     pub fn blocks_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
         assert_eq!(self.blocks(), 1, "a kernel in clusters asks clusters_fit");
+        self.kept_fit(function, 1, || self.ask_blocks_fit(function, stream))
+    }
+
+    /// The driver's answer `ask` gives for `function` in this configuration, asked once per load
+    /// (`loader::load_of`) and kept; a function the loader does not know is asked every time (every
+    /// kernel of the crate is known).
+    fn kept_fit(&self, function: &CudaFunction, blocks: u32, ask: impl FnOnce() -> Result<u32>) -> Result<u32> {
         let Some(load) = crate::run::loader::load_of(function) else {
-            return self.ask_blocks_fit(function, stream);
+            return ask();
         };
-        let key = (load, self.threads, self.smem, 1);
+        let key = (load, self.threads, self.smem, blocks);
         let known = CLUSTERS_FIT
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .and_then(|fit| fit.get(&key).copied());
-        if let Some(blocks) = known {
-            return Ok(blocks);
+        if let Some(fit) = known {
+            return Ok(fit);
         }
-        let blocks = self.ask_blocks_fit(function, stream)?;
+        let fit = ask()?;
         CLUSTERS_FIT
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_or_insert_with(std::collections::HashMap::new)
-            .insert(key, blocks);
-        Ok(blocks)
+            .insert(key, fit);
+        Ok(fit)
     }
 
     fn ask_blocks_fit(&self, function: &CudaFunction, stream: &CudaStream) -> Result<u32> {
