@@ -201,7 +201,11 @@ fn an_sm80_record_describes_the_ring_that_ran() -> Ran {
         .expect("the shared memory a block may have") as u32;
     // What a record of `deep`'s step must say on this GPU: `deep` where it fits, else `shallow`.
     let expected = |shallow: &KernelFile, deep: &KernelFile| {
-        let file = if optin >= deep.max_dynamic_smem { *deep } else { *shallow };
+        let file = if optin >= deep.max_dynamic_smem {
+            *deep
+        } else {
+            *shallow
+        };
         let (function, _) = session::load_file(&gpu, &file).unwrap_or_else(|e| panic!("{e}"));
         let attribute = |a: FuncAttr| function.get_attribute(a).ok().map(|v| v as u32);
         let stages = file.define("STAGES").expect("a ring's depth");
@@ -213,10 +217,25 @@ fn an_sm80_record_describes_the_ring_that_ran() -> Ran {
         )
     };
     let twins = [
-        (8, expected(&step08_pipeline::sm80::KERNEL, &step08_pipeline::sm80::DEEP_KERNEL)),
-        (9, expected(&step09_epilogue_double_buffer::sm80::KERNEL, &step09_epilogue_double_buffer::sm80::DEEP_KERNEL)),
-        (10, expected(&step10_persistent::sm80::KERNEL, &step10_persistent::sm80::DEEP_KERNEL)),
-        (11, expected(&step11_mxfp8::sm80::KERNEL, &step11_mxfp8::sm80::DEEP_KERNEL)),
+        (
+            8,
+            expected(&step08_pipeline::sm80::KERNEL, &step08_pipeline::sm80::DEEP_KERNEL),
+        ),
+        (
+            9,
+            expected(
+                &step09_epilogue_double_buffer::sm80::KERNEL,
+                &step09_epilogue_double_buffer::sm80::DEEP_KERNEL,
+            ),
+        ),
+        (
+            10,
+            expected(&step10_persistent::sm80::KERNEL, &step10_persistent::sm80::DEEP_KERNEL),
+        ),
+        (
+            11,
+            expected(&step11_mxfp8::sm80::KERNEL, &step11_mxfp8::sm80::DEEP_KERNEL),
+        ),
     ];
     let specialised = step08_pipeline::sm80::SPECIALISED_DEEP.max_dynamic_smem;
     let specialised = if optin >= specialised {
@@ -240,8 +259,15 @@ fn an_sm80_record_describes_the_ring_that_ran() -> Ran {
             record.dynamic_smem_bytes, record.registers, record.local_bytes
         );
         assert_eq!(record.dynamic_smem_bytes, smem, "step{id:02} (sm80)");
-        assert_eq!((record.registers, record.local_bytes), (registers, local), "step{id:02} (sm80)");
-        assert!(plan.contains(&format!("a ring of {stages} stages")), "step{id:02} (sm80): {plan}");
+        assert_eq!(
+            (record.registers, record.local_bytes),
+            (registers, local),
+            "step{id:02} (sm80)"
+        );
+        assert!(
+            plan.contains(&format!("a ring of {stages} stages")),
+            "step{id:02} (sm80): {plan}"
+        );
         if id == 8 {
             let alternative = record
                 .alternatives

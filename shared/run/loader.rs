@@ -124,7 +124,10 @@ pub fn function_in(stream: &CudaStream, file: &KernelFile) -> Result<CudaFunctio
     let ctx = stream.context();
     let context = ctx.cu_ctx() as usize;
     let same = |f: &KernelFile| {
-        f.path == file.path && f.entry == file.entry && f.defines == file.defines && same_text(f.source(), file.source())
+        f.path == file.path
+            && f.entry == file.entry
+            && f.defines == file.defines
+            && same_text(f.source(), file.source())
     };
     if let Some((_, _, function)) = LOADED
         .lock()

@@ -700,18 +700,18 @@ impl Session {
             .map(|(((loaded, design), timing), (_, checks))| {
                 let ran = loaded.ran();
                 AlternativeRecord {
-                name: design.name.to_string(),
-                design: design.design.to_string(),
-                kernel: loaded.file.path.to_string(),
-                source_hash: Some(crate::run::provenance::source_hash(loaded.file)),
-                ratio_bf16: timing.tflops / cublas_bf16.tflops,
-                ratio_step: timing.tflops / time.tflops,
-                time: timing,
-                checks: checks.clone(),
-                registers: ran.registers,
-                dynamic_smem_bytes: ran.file.max_dynamic_smem,
-                local_bytes: ran.local_bytes,
-            }
+                    name: design.name.to_string(),
+                    design: design.design.to_string(),
+                    kernel: loaded.file.path.to_string(),
+                    source_hash: Some(crate::run::provenance::source_hash(loaded.file)),
+                    ratio_bf16: timing.tflops / cublas_bf16.tflops,
+                    ratio_step: timing.tflops / time.tflops,
+                    time: timing,
+                    checks: checks.clone(),
+                    registers: ran.registers,
+                    dynamic_smem_bytes: ran.file.max_dynamic_smem,
+                    local_bytes: ran.local_bytes,
+                }
             })
             .collect();
         let designs = own.step.alternatives_beside(own.file, self.gpu.major, self.gpu.minor);
