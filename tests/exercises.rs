@@ -403,8 +403,8 @@ fn twin_limits_the_list_and_the_next_exercise() {
         }
     }
     assert!(
-        sm80 >= 15,
-        "issue 26 adds two sm80 exercises to each of steps 04–07, issue 31 seven to steps 08–11: {sm80}"
+        sm80 >= 17,
+        "issue 26 adds two sm80 exercises to each of steps 04–07, issue 31 nine to steps 08–11: {sm80}"
     );
     let shared: Vec<&str> = exercise::all()
         .filter(|e| e.targets.twin().is_none())
@@ -481,10 +481,23 @@ fn the_binary_reports_a_gap_at_file_and_line_and_counts_hints() -> Ran {
     Ok(())
 }
 
-/// On a GPU: every untouched starter (written by `exercise start`) fails and every solution passes,
-/// each checked by the `exercise` binary in a child process (a hang ends only that process, with exit
-/// code 3). Exercises whose step runs only on Hopper are skipped on other GPUs, and said so.
-fn on_a_gpu_every_starter_fails_and_every_solution_passes() -> Ran {
+/// On a GPU: every untouched starter of steps 01–03 and of the Hopper twin fails and every solution
+/// passes ([`starters_fail_and_solutions_pass`]).
+fn on_a_gpu_every_hopper_and_any_gpu_starter_fails_and_every_solution_passes() -> Ran {
+    starters_fail_and_solutions_pass(|ex| ex.targets != Targets::Ampere)
+}
+
+/// On a GPU: every untouched starter of the sm80 twin fails and every solution passes
+/// ([`starters_fail_and_solutions_pass`]); each runs at the ring depth the step's own launch takes
+/// on this GPU (`run::ring::deeper`).
+fn on_a_gpu_every_sm80_starter_fails_and_every_solution_passes() -> Ran {
+    starters_fail_and_solutions_pass(|ex| ex.targets == Targets::Ampere)
+}
+
+/// Every untouched starter (written by `exercise start`) of the exercises `which` picks fails and
+/// every solution passes, each checked by the `exercise` binary in a child process (a hang ends only
+/// that process, with exit code 3). Exercises whose kernel this GPU cannot run are skipped, and said so.
+fn starters_fail_and_solutions_pass(which: fn(&Exercise) -> bool) -> Ran {
     let gpu = common::gpu()?;
     let (major, minor) = (gpu.major, gpu.minor);
     drop(gpu);
@@ -492,7 +505,7 @@ fn on_a_gpu_every_starter_fails_and_every_solution_passes() -> Ran {
     let solutions = class.folder.path().join("solutions");
     std::fs::create_dir_all(&solutions).expect("a folder for the solutions");
     let mut timed_one_prediction = false;
-    for ex in exercise::all() {
+    for ex in exercise::all().filter(|ex| which(ex)) {
         if !ex.kernel().targets.serves(major, minor) {
             println!(
                 "exercise {}: not checked here (needs {})",
@@ -1116,7 +1129,8 @@ common::harness::tests!(
     the_book_names_every_exercise_s_file_and_commands,
     start_and_reset_write_the_starter_made_from_the_current_kernel,
     the_binary_reports_a_gap_at_file_and_line_and_counts_hints,
-    on_a_gpu_every_starter_fails_and_every_solution_passes,
+    on_a_gpu_every_hopper_and_any_gpu_starter_fails_and_every_solution_passes,
+    on_a_gpu_every_sm80_starter_fails_and_every_solution_passes,
     list_fits_100_columns_and_marks_what_completes_without_a_gpu,
     the_solution_is_the_lesson_diff_and_shows_only_after_a_pass,
     without_a_gpu_check_says_what_it_did_and_what_is_left_and_counts_changed_files_only,

@@ -183,9 +183,107 @@ fn a_twin_the_gpu_cannot_run_is_refused_in_one_line() -> Ran {
     Ok(())
 }
 
+/// A record describes the compilation that ran: where the GPU holds the deeper ring, steps 08–11's
+/// twins launch it (`run::ring::deeper`), and their records (and step 08's specialised alternative's)
+/// carry its shared memory, registers and spills, with the ring's depth in the plan; elsewhere the
+/// registered ring's. The records once kept the registered two-stage kernel's figures whatever ran.
+fn an_sm80_record_describes_the_ring_that_ran() -> Ran {
+    use cudarc::driver::sys::CUdevice_attribute as DevAttr;
+    use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
+    use gemm_ladder::run::registry::KernelFile;
+    use gemm_ladder::run::session;
+    use gemm_ladder::run::steps::{step08_pipeline, step09_epilogue_double_buffer, step10_persistent, step11_mxfp8};
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let gpu = common::gpu()?;
+    let optin = gpu
+        .ctx
+        .attribute(DevAttr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .expect("the shared memory a block may have") as u32;
+    // What a record of `deep`'s step must say on this GPU: `deep` where it fits, else `shallow`.
+    let expected = |shallow: &KernelFile, deep: &KernelFile| {
+        let file = if optin >= deep.max_dynamic_smem {
+            *deep
+        } else {
+            *shallow
+        };
+        let (function, _) = session::load_file(&gpu, &file).unwrap_or_else(|e| panic!("{e}"));
+        let attribute = |a: FuncAttr| function.get_attribute(a).ok().map(|v| v as u32);
+        let stages = file.define("STAGES").expect("a ring's depth");
+        (
+            file.max_dynamic_smem,
+            attribute(FuncAttr::CU_FUNC_ATTRIBUTE_NUM_REGS),
+            attribute(FuncAttr::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
+            stages,
+        )
+    };
+    let twins = [
+        (
+            8,
+            expected(&step08_pipeline::sm80::KERNEL, &step08_pipeline::sm80::DEEP_KERNEL),
+        ),
+        (
+            9,
+            expected(
+                &step09_epilogue_double_buffer::sm80::KERNEL,
+                &step09_epilogue_double_buffer::sm80::DEEP_KERNEL,
+            ),
+        ),
+        (
+            10,
+            expected(&step10_persistent::sm80::KERNEL, &step10_persistent::sm80::DEEP_KERNEL),
+        ),
+        (
+            11,
+            expected(&step11_mxfp8::sm80::KERNEL, &step11_mxfp8::sm80::DEEP_KERNEL),
+        ),
+    ];
+    let specialised = step08_pipeline::sm80::SPECIALISED_DEEP.max_dynamic_smem;
+    let specialised = if optin >= specialised {
+        specialised
+    } else {
+        step08_pipeline::sm80::smem_bytes(step08_pipeline::sm80::SHALLOW)
+    };
+    let mut session = Session::new(gpu, Shape::square(1024), 31)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_twin(Some(Twin::Sm80));
+    let timed = RunOptions {
+        check_only: false,
+        iters: Some(3),
+    };
+    for (id, (smem, registers, local, stages)) in twins {
+        let outcome = session.run_step(id, &timed).unwrap_or_else(|e| panic!("{e}"));
+        let record = outcome.record.expect("a timed run makes a record");
+        let plan = record.plan.clone().unwrap_or_default();
+        println!(
+            "step{id:02} (sm80) on a GPU with {optin} B a block: {} B dynamic, {:?} registers, {:?} B local; {plan}",
+            record.dynamic_smem_bytes, record.registers, record.local_bytes
+        );
+        assert_eq!(record.dynamic_smem_bytes, smem, "step{id:02} (sm80)");
+        assert_eq!(
+            (record.registers, record.local_bytes),
+            (registers, local),
+            "step{id:02} (sm80)"
+        );
+        assert!(
+            plan.contains(&format!("a ring of {stages} stages")),
+            "step{id:02} (sm80): {plan}"
+        );
+        if id == 8 {
+            let alternative = record
+                .alternatives
+                .iter()
+                .find(|a| a.name == "sm80-specialised")
+                .expect("step 08's specialised alternative");
+            assert_eq!(alternative.dynamic_smem_bytes, specialised, "{}", alternative.name);
+        }
+    }
+    Ok(())
+}
+
 common::harness::tests!(
     every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_shapes,
     an_sm80_run_records_the_mma_sync_ceilings,
     the_profile_of_an_sm80_twin_is_the_twin_s_own,
     a_twin_the_gpu_cannot_run_is_refused_in_one_line,
+    an_sm80_record_describes_the_ring_that_ran,
 );

@@ -10,7 +10,9 @@
 //! root (ignored by git); the reference solution is the step's kernel itself (for predict-then-measure,
 //! the starter: the changed constant is correct). The student's file is compiled and launched exactly
 //! as the step's own [`KernelFile`] (same entry, defines, launch function and shared memory); only the
-//! source is replaced.
+//! source is replaced. Where the step's launch takes a deeper compilation (the sm80 twins' rings,
+//! [`crate::run::ring::deeper`]), it takes the student's text at those defines, so the edit runs at
+//! the depth the step's own kernel runs at on that GPU.
 
 use crate::check::problem::Shape;
 use crate::error::{Error, Result};

@@ -59,12 +59,11 @@ pub fn load_module_in(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LoadId(u64);
 
-/// What this process loaded: each live function's handle, its load and what it was compiled from.
+/// What this process loaded: each live function's handle, its load and the file it was compiled from.
 struct Origin {
     handle: usize,
     load: LoadId,
-    source: &'static str,
-    defines: &'static [(&'static str, u64)],
+    file: KernelFile,
 }
 static ORIGINS: Mutex<Vec<Origin>> = Mutex::new(Vec::new());
 
@@ -78,9 +77,20 @@ fn remember(function: &CudaFunction, file: &KernelFile) {
     origins.push(Origin {
         handle,
         load: LoadId(NEXT.fetch_add(1, Ordering::Relaxed)),
-        source: file.source(),
-        defines: file.defines,
+        file: *file,
     });
+}
+
+/// The file `function` was compiled from (text, defines, shared memory, launch), if it was loaded by
+/// [`load_in`] (every kernel of the crate is).
+pub fn file_of(function: &CudaFunction) -> Option<KernelFile> {
+    let handle = function.cu_function() as usize;
+    ORIGINS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|o| o.handle == handle)
+        .map(|o| o.file)
 }
 
 /// Which load `function` is, if it was loaded by [`load_in`] (every kernel of the crate is).
@@ -98,23 +108,27 @@ pub fn load_of(function: &CudaFunction) -> Option<LoadId> {
 /// launch that picks another compilation of its own file does so only for its own, not for a
 /// student's edited copy or an instrumented build it is handed instead.
 pub fn compiled_from(function: &CudaFunction, file: &KernelFile) -> bool {
-    let handle = function.cu_function() as usize;
-    let same_text = |a: &str, b: &str| std::ptr::eq(a, b) || a == b;
-    ORIGINS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .any(|o| o.handle == handle && same_text(o.source, file.source()) && o.defines == file.defines)
+    file_of(function).is_some_and(|o| same_text(o.source(), file.source()) && o.defines == file.defines)
+}
+
+/// Two kernel texts are the same: the same `&'static str` (the usual case, and cheap), or equal.
+fn same_text(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || a == b
 }
 
 /// `file`'s entry function in `stream`'s context: compiled and loaded on the first call, kept for the
 /// next ones (a timing loop launches it thousands of times).
-pub fn function_in(stream: &CudaStream, file: &'static KernelFile) -> Result<CudaFunction> {
+pub fn function_in(stream: &CudaStream, file: &KernelFile) -> Result<CudaFunction> {
     // A context, and the file by what is compiled: the same text with the same defines.
-    static LOADED: Mutex<Vec<(usize, &'static KernelFile, CudaFunction)>> = Mutex::new(Vec::new());
+    static LOADED: Mutex<Vec<(usize, KernelFile, CudaFunction)>> = Mutex::new(Vec::new());
     let ctx = stream.context();
     let context = ctx.cu_ctx() as usize;
-    let same = |f: &KernelFile| f.path == file.path && f.entry == file.entry && f.defines == file.defines;
+    let same = |f: &KernelFile| {
+        f.path == file.path
+            && f.entry == file.entry
+            && f.defines == file.defines
+            && same_text(f.source(), file.source())
+    };
     if let Some((_, _, function)) = LOADED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -130,6 +144,6 @@ pub fn function_in(stream: &CudaStream, file: &'static KernelFile) -> Result<Cud
     LOADED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .push((context, file, function.clone()));
+        .push((context, *file, function.clone()));
     Ok(function)
 }

@@ -2,11 +2,15 @@
 //! every GPU of its family holds, within the 99 KiB of shared memory a block may have on RTX 30/40/50
 //! and L4 parts; its launch takes a deeper compilation of the same file where the GPU lets a block
 //! have more (an A100's 163 KiB, an H100's 227). How many stages fit is a property of the GPU, asked
-//! of the driver, not of the kernel.
+//! of the driver, not of the kernel. The deeper compilation is of whatever text the launch was handed
+//! (the step's file, or an exercise's edit of it), and a record reads what it says of the kernel from
+//! the compilation that ran ([`launched`]).
 
 use crate::error::{Error, Result};
+use crate::run::loader::{self, LoadId};
 use crate::run::registry::KernelFile;
 use cudarc::driver::{CudaFunction, CudaStream};
+use std::sync::Mutex;
 
 /// The shared memory a block of this GPU may opt in to, in bytes.
 pub fn optin_smem(stream: &CudaStream) -> Result<u32> {
@@ -19,18 +23,67 @@ pub fn optin_smem(stream: &CudaStream) -> Result<u32> {
 }
 
 // ANCHOR: deeper
-/// The deeper compilation `deep` (loaded on first use) when `func` is `shallow`'s own compilation and
-/// the GPU lets a block have `deep`'s shared memory; `None`: launch `func` as it is (the GPU holds
-/// only the shallow ring, or `func` is another text, such as an exercise's edited kernel).
+/// The deeper compilation of `func`'s text (loaded on first use) when `func` was compiled at
+/// `shallow`'s defines and the GPU lets a block have `deep`'s shared memory: the text compiled at
+/// `deep`'s defines, with its shared memory. The text is `func`'s own, so an exercise's edited kernel
+/// runs at the depth the step's own kernel runs at. `None`: launch `func` as it is (the GPU holds only
+/// the shallow ring, or `func` was built otherwise, such as an instrumented build).
 pub fn deeper(
     func: &CudaFunction,
     stream: &CudaStream,
     shallow: &KernelFile,
-    deep: &'static KernelFile,
+    deep: &KernelFile,
 ) -> Result<Option<CudaFunction>> {
-    if !crate::run::loader::compiled_from(func, shallow) || optin_smem(stream)? < deep.max_dynamic_smem {
+    let Some(compiled) = loader::file_of(func) else {
+        return Ok(None);
+    };
+    if compiled.entry != shallow.entry
+        || compiled.defines != shallow.defines
+        || optin_smem(stream)? < deep.max_dynamic_smem
+    {
         return Ok(None);
     }
-    crate::run::loader::function_in(stream, deep).map(Some)
+    let deeper = KernelFile {
+        defines: deep.defines,
+        max_dynamic_smem: deep.max_dynamic_smem,
+        launch: deep.launch,
+        ..compiled
+    };
+    let function = loader::function_in(stream, &deeper)?;
+    note_launched(func, &function);
+    Ok(Some(function))
 }
 // ANCHOR_END: deeper
+
+/// For each load that a launch deepened, the compilation it launched instead.
+static LAUNCHED: Mutex<Vec<(LoadId, CudaFunction)>> = Mutex::new(Vec::new());
+
+fn note_launched(func: &CudaFunction, ran: &CudaFunction) {
+    let Some(load) = loader::load_of(func) else {
+        return;
+    };
+    let mut launched = LAUNCHED.lock().unwrap_or_else(|e| e.into_inner());
+    if !launched.iter().any(|(l, _)| *l == load) {
+        launched.push((load, ran.clone()));
+    }
+}
+
+/// The compilation a launch of `func` actually ran: its deeper one, where a launch took it
+/// ([`deeper`]); `func` itself otherwise. What a record says of a kernel (registers, shared memory,
+/// spills, the ring's depth) is read from this, after the kernel was launched.
+pub fn launched(func: &CudaFunction) -> CudaFunction {
+    let load = loader::load_of(func);
+    LAUNCHED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(l, _)| Some(*l) == load)
+        .map_or_else(|| func.clone(), |(_, ran)| ran.clone())
+}
+
+/// The value of define `name` in the compilation `func` is (`STAGES`: the ring's depth), if it was
+/// loaded by the crate's loader and has it. A launch sizes its shared memory by this, so that it holds
+/// for whichever compilation it was handed or took.
+pub fn define_of(func: &CudaFunction, name: &str) -> Option<u64> {
+    loader::file_of(func).and_then(|file| file.define(name))
+}

@@ -42,6 +42,39 @@ pub struct LoadedKernel {
     pub local_bytes: Option<u32>,
 }
 
+/// The compilation a loaded kernel's launches ran, and its resource figures: the kernel itself, or
+/// the deeper compilation its launch took ([`crate::run::ring::launched`]).
+pub struct Ran {
+    pub function: CudaFunction,
+    pub file: KernelFile,
+    pub registers: Option<u32>,
+    pub static_smem_bytes: Option<u32>,
+    pub local_bytes: Option<u32>,
+}
+
+impl Ran {
+    /// `function`'s figures, as the driver gives them; `file` is what it was compiled from.
+    pub fn of(function: CudaFunction, file: KernelFile) -> Ran {
+        let attribute = |a: FuncAttr| function.get_attribute(a).ok().map(|v| v as u32);
+        Ran {
+            registers: attribute(FuncAttr::CU_FUNC_ATTRIBUTE_NUM_REGS),
+            static_smem_bytes: attribute(FuncAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+            local_bytes: attribute(FuncAttr::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
+            function,
+            file,
+        }
+    }
+}
+
+impl LoadedKernel {
+    /// What its launches ran, read after they ran: a record describes that compilation.
+    pub fn ran(&self) -> Ran {
+        let function = crate::run::ring::launched(&self.function);
+        let file = crate::run::loader::file_of(&function).unwrap_or(*self.file);
+        Ran::of(function, file)
+    }
+}
+
 /// Options that shape a run.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -664,18 +697,21 @@ impl Session {
             .zip(designs)
             .zip(alternative_timings)
             .zip(&alternatives)
-            .map(|(((loaded, design), timing), (_, checks))| AlternativeRecord {
-                name: design.name.to_string(),
-                design: design.design.to_string(),
-                kernel: loaded.file.path.to_string(),
-                source_hash: Some(crate::run::provenance::source_hash(loaded.file)),
-                ratio_bf16: timing.tflops / cublas_bf16.tflops,
-                ratio_step: timing.tflops / time.tflops,
-                time: timing,
-                checks: checks.clone(),
-                registers: loaded.registers,
-                dynamic_smem_bytes: loaded.file.max_dynamic_smem,
-                local_bytes: loaded.local_bytes,
+            .map(|(((loaded, design), timing), (_, checks))| {
+                let ran = loaded.ran();
+                AlternativeRecord {
+                    name: design.name.to_string(),
+                    design: design.design.to_string(),
+                    kernel: loaded.file.path.to_string(),
+                    source_hash: Some(crate::run::provenance::source_hash(loaded.file)),
+                    ratio_bf16: timing.tflops / cublas_bf16.tflops,
+                    ratio_step: timing.tflops / time.tflops,
+                    time: timing,
+                    checks: checks.clone(),
+                    registers: ran.registers,
+                    dynamic_smem_bytes: ran.file.max_dynamic_smem,
+                    local_bytes: ran.local_bytes,
+                }
             })
             .collect();
         let designs = own.step.alternatives_beside(own.file, self.gpu.major, self.gpu.minor);
@@ -685,11 +721,14 @@ impl Session {
             .map(|(_, r): (_, &AlternativeRecord)| (r.name.as_str(), r.time.median_ms));
         let choice = ChoiceRecord::of(time.median_ms, plans);
         let kernel = &self.kernels[&id];
+        // What the record says of the kernel is of the compilation its launches ran (an sm80 twin's
+        // deeper ring where this GPU holds it), not of the registered one.
+        let ran = kernel.ran();
         // What the step's launch chose at this shape (step 10: the tile), and the grid of the
         // kernel that ran, which the driver's answer for the step's own compilation may not be.
         let plan = crate::run::registry::plan_for(kernel.file, self.shape);
         let mut computed =
-            crate::run::profile::computed(&self.gpu, kernel.file, &kernel.function, self.shape, kernel.step.format);
+            crate::run::profile::computed(&self.gpu, &ran.file, &ran.function, self.shape, kernel.step.format);
         if let Some(fit) = plan.as_ref().and_then(|p| p.clusters_fit) {
             computed.clusters_fit = Some(fit);
         }
@@ -720,10 +759,10 @@ impl Session {
             warmup_ms: Some(warmup_ms),
             clocks,
             checks: checks.clone(),
-            registers: kernel.registers,
-            static_smem_bytes: kernel.static_smem_bytes,
-            dynamic_smem_bytes: kernel.file.max_dynamic_smem,
-            local_bytes: kernel.local_bytes,
+            registers: ran.registers,
+            static_smem_bytes: ran.static_smem_bytes,
+            dynamic_smem_bytes: ran.file.max_dynamic_smem,
+            local_bytes: ran.local_bytes,
             profile: Some(crate::run::profile::Profile {
                 source: crate::run::profile::ProfileSource::Computed,
                 note: None,

@@ -5,7 +5,6 @@
 
 use crate::progress::{Entry, Progress, COMPILED, FAIL, PASS};
 use crate::{find, open_exercise, read_student_file, student_file, Ending};
-use cudarc::driver::sys::CUfunction_attribute_enum as FuncAttr;
 use gemm_ladder::check::problem::Shape;
 use gemm_ladder::check::verify::{self, Check};
 use gemm_ladder::device::gpu::Gpu;
@@ -267,14 +266,7 @@ fn run_check(ex: &Exercise, file: &KernelFile, source: &str, options: &CheckOpti
         });
     }
     let (function, arch) = session::load_file(&gpu, file)?;
-    let attribute = |a: FuncAttr| function.get_attribute(a).ok().map(|v| v as u32);
-    let registers = attribute(FuncAttr::CU_FUNC_ATTRIBUTE_NUM_REGS);
-    let local = attribute(FuncAttr::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES);
-    println!(
-        "  compiled for {arch}: {} registers per thread, {} bytes of local memory per thread",
-        registers.map_or("?".into(), |r| r.to_string()),
-        local.map_or("?".into(), |l| l.to_string())
-    );
+    let mut registers = None;
     let what = format!("exercise {} ({})", ex.id, file.path);
     let shapes = ex.shapes(options.size);
     let mut gpu = gpu;
@@ -284,6 +276,17 @@ fn run_check(ex: &Exercise, file: &KernelFile, source: &str, options: &CheckOpti
         // The step's own kernel the student's file is compared and timed with is the same twin's.
         let mut session = Session::new(gpu, shape, options.seed)?.with_twin(ex.targets.twin());
         let checks = verify_at(&mut session, ex, &function, file, &what)?;
+        if n == 0 {
+            // Read from the compilation the launch ran: an sm80 twin's deeper ring where the GPU
+            // holds it, compiled from the student's text.
+            let ran = session::Ran::of(gemm_ladder::run::ring::launched(&function), *file);
+            registers = ran.registers;
+            println!(
+                "  compiled for {arch}: {} registers per thread, {} bytes of local memory per thread",
+                registers.map_or("?".into(), |r| r.to_string()),
+                ran.local_bytes.map_or("?".into(), |l| l.to_string())
+            );
+        }
         println!("  {shape}:");
         for c in &checks {
             let result = match (&c.passed, &c.first_failure) {

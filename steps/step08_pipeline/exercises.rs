@@ -143,7 +143,7 @@ pub const EXERCISES: &[Exercise] = &[
         kind: Kind::PredictThenMeasure,
         title: "Two stages (sm80)",
         name: "two_stages_sm80",
-        intro: "Step 08's sm80 twin with a ring of two stages. Where a block may have 163 KiB or more (A100, A30, Orin, H100, H200) the step's own launch takes a three-stage ring; an exercise's kernel is always compiled as the ring every GPU holds, and this edit says so in the file: two stages. Before `exercise check 08.6`, predict its time as a multiple of step 08's own on your GPU: how many K tiles of copies are in flight while the MMAs of one run, and how long do those MMAs take? The check prints the measured ratio.",
+        intro: "Step 08's sm80 twin with a ring of two stages. Where a block may have 163 KiB or more (A100, A30, Orin, H100, H200) the step's launch takes a three-stage compilation, of the step's file or of your edit of it alike; this edit sets two stages in the file, whatever the GPU holds (step.rs still allocates three there). Before `exercise check 08.6`, predict its time as a multiple of step 08's own on your GPU: how many K tiles of copies are in flight while the MMAs of one run, and how long do those MMAs take? The check prints the measured ratio.",
         edits: &[Edit {
             find: concat!("#error \"STAGES (K tiles in the ring) is set by step.rs\"\n", "#endif\n"),
             replace: concat!(

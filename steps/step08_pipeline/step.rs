@@ -265,14 +265,10 @@ pub mod sm80 {
         },
     ];
 
-    /// The stages `func` was compiled with: the deep compilation's, or the registered ring's.
+    /// The stages `func` was compiled with (the deep compilation's, the registered ring's, or an
+    /// exercise's text at either).
     fn stages_of(func: &CudaFunction) -> u32 {
-        let deep = [&DEEP_KERNEL, &SPECIALISED_DEEP];
-        if deep.iter().any(|file| crate::run::loader::compiled_from(func, file)) {
-            DEEP
-        } else {
-            SHALLOW
-        }
+        crate::run::ring::define_of(func, "STAGES").map_or(SHALLOW, |stages| stages as u32)
     }
 
     fn launch_ring(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands, threads: u32) -> Result<()> {

@@ -92,4 +92,40 @@ pub const EXERCISES: &[Exercise] = &[
         ],
         prediction: None,
     },
+    Exercise {
+        id: "09.4",
+        step: 9,
+        targets: Targets::Ampere,
+        kind: Kind::PredictThenMeasure,
+        title: "One stage fewer (sm80)",
+        name: "one_stage_fewer_sm80",
+        intro: "Step 09's sm80 twin with one stage fewer where its staging chunks sit beside the ring: two stages and the full 16 KiB of chunks, the ring step 09 would have if the chunks had cost a stage (step.rs still allocates three; the kernel uses two). On a 99 KiB part the step already has two stages with the chunks carved from the ring, and the edit leaves that alone. Before `exercise check 09.4`, predict its time as a multiple of step 09's own on your GPU: what did the third stage buy step 08's twin, and does the epilogue change that? The check prints the measured ratio.",
+        edits: &[Edit {
+            find: concat!(
+                "#error \"STAGING_IN_RING (1: the epilogue's chunks are carved from the ring, on a 99 KiB part) is set by step.rs\"\n",
+                "#endif\n",
+            ),
+            replace: concat!(
+                "#error \"STAGING_IN_RING (1: the epilogue's chunks are carved from the ring, on a 99 KiB part) is set by step.rs\"\n",
+                "#endif\n",
+                "// exercise 09.4: one stage fewer where the chunks sit beside the ring (three stages there),\n",
+                "// the chunks kept whole; a 99 KiB part's two stages, chunks in the ring, stay as they are.\n",
+                "#if !STAGING_IN_RING\n",
+                "#undef STAGES\n",
+                "#define STAGES 2\n",
+                "#endif\n",
+            ),
+        }],
+        answer: None,
+        hints: &[
+            "Where a block may have 163 KiB or more, step 09's twin has step 08's three stages of 48 KiB and 16 KiB of chunks beside them (160 KiB). This kernel keeps the chunks and takes away the third stage: step 08's `sm80-two-stages` alternative, with step 09's epilogue.",
+            "The epilogue runs once per tile, after 64 K tiles of main loop at 4096³; the ring's depth acts on the main loop. Step 08's chapter table times the two-stage ring beside the three-stage one: that ratio is the best guide.",
+            "On a 99 KiB part expect exactly 1× (nothing changed). Elsewhere expect about what two stages cost step 08's twin, within the loop's noise of it.",
+        ],
+        prediction: Some(Prediction {
+            question: "How many times step 09's own time (three stages where the GPU holds them) does its twin with two stages and the chunks kept take at 4096³ (`exercise check 09.4 --size 4096`)?",
+            unit: "× the step's time",
+            chapter_answer: "Exactly 1× on a 99 KiB part, where the step itself has two stages and the edit changes nothing. Where the step has three stages (A100, H100, H200), about what two stages cost step 08's twin: the epilogue is once per tile and the chunks stay, so only the main loop's copies lose one K tile of lead. With two stages the copies of tile t + 1 have one tile of MMAs (4.2 Mflop a block) to land, with three they have two. Step 08's chapter reads its `sm80-two-stages` alternative against the step in the H200's record. Unlike the Hopper twin's 09.2, where the freed memory had bought the stage, this twin's chunks never cost one where it holds three, so taking a stage away undoes nothing step 09 gained.",
+        }),
+    },
 ];

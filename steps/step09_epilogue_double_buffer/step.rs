@@ -272,13 +272,13 @@ pub mod sm80 {
         plan: false,
     }];
 
+    /// The ring and staging `func` was compiled with (the deep compilation, the registered one, the
+    /// alternative, or an exercise's text at any of them).
     fn config_of(func: &CudaFunction) -> (u32, bool) {
-        if crate::run::loader::compiled_from(func, &DEEP_KERNEL) {
-            DEEP
-        } else if crate::run::loader::compiled_from(func, &ALTERNATIVES[0].kernel) {
-            IN_RING
-        } else {
-            SHALLOW
+        let define = |name| crate::run::ring::define_of(func, name);
+        match (define("STAGES"), define("STAGING_IN_RING")) {
+            (Some(stages), Some(in_ring)) => (stages as u32, in_ring != 0),
+            _ => SHALLOW,
         }
     }
 

@@ -91,4 +91,37 @@ pub const EXERCISES: &[Exercise] = &[
         ],
         prediction: None,
     },
+    Exercise {
+        id: "10.4",
+        step: 10,
+        targets: Targets::Ampere,
+        kind: Kind::PredictThenMeasure,
+        title: "Row-major order (sm80)",
+        name: "row_major_order_sm80",
+        intro: "Step 10's sm80 twin with the tiles in plain row-major order, GROUP_M = 1 instead of the 8 step.rs sets (the Hopper twin's schedule code, the twin's 256 × 128 tiles). Before `exercise check 10.4`, count the slabs of A and B one turn of the blocks needs in each order (at most one block a multiprocessor; the plan line the check prints says how many), compare their bytes with your GPU's L2, and predict the time as a multiple of step 10's own. The check prints the measured ratio.",
+        edits: &[Edit {
+            find: concat!(
+                "#error \"GROUP_M (tile rows per group of the tile order) is set by step.rs\"\n",
+                "#endif\n",
+            ),
+            replace: concat!(
+                "#error \"GROUP_M (tile rows per group of the tile order) is set by step.rs\"\n",
+                "#endif\n",
+                "// exercise 10.4: row-major tile order, GROUP_M = 1 instead of the 8 that step.rs sets.\n",
+                "#undef GROUP_M\n",
+                "#define GROUP_M 1\n",
+            ),
+        }],
+        answer: None,
+        hints: &[
+            "With GROUP_M = 1 the numbers run along whole tile rows: at 4096³ there are 16 × 32 tiles of 256 × 128, and one turn of the blocks is as many tiles as there are blocks (the plan line `step 10 (sm80) at …` says how many: 128 on an H200, four turns of 128 tiles).",
+            "Count the slabs one turn needs in each order (of A: 256 rows × all of K, 2 MiB at K = 4096; of B: 128 rows, 1 MiB), and compare their bytes with the L2 (60 MiB on an H200, 50 on an H100, 40 on an A100).",
+            "On an H200 (128 blocks), grouped: 8 slabs of A and 16 of B, 32 MiB; row-major: 4 of A and all 32 of B, 40 MiB; both inside L2, and what the SMs ask of L2 does not depend on the order. Predict a ratio close to 1 there; a GPU whose L2 holds one turn's slabs in one order only is where the order shows.",
+        ],
+        prediction: Some(Prediction {
+            question: "How many times step 10's own time (GROUP_M = 8) does the row-major tile order (GROUP_M = 1) take at 4096³ (`exercise check 10.4 --size 4096`)?",
+            unit: "× the step's time",
+            chapter_answer: "About 1× on an H200. At 4096³ there are 16 × 32 tiles of 256 × 128, and the step runs them as four turns of 128 blocks: a grouped turn (tiles 0–127) needs 8 slabs of A (2 MiB each) and 16 of B (1 MiB each), 32 MiB; a row-major turn four whole tile rows, 4 slabs of A and all 32 of B, 40 MiB. Both fit in the H200's 60 MiB of L2, and the traffic from L2 to the SMs is the same in both orders: little difference, the Hopper twin's 10.2 reasoning with the twin's tile. Where a row-major turn's slabs are about the L2's size and a grouped turn's are not (an A100 has 40 MiB of L2), the order may show.",
+        }),
+    },
 ];

@@ -1250,6 +1250,16 @@ pub mod sm80 {
         plan: true,
     }];
 
+    /// The ring and staging `func` was compiled with (the deep compilation, the registered one, or an
+    /// exercise's text at either); step 11's twin has the same defines.
+    pub fn config_of(func: &CudaFunction) -> (u32, bool) {
+        let define = |name| crate::run::ring::define_of(func, name);
+        match (define("STAGES"), define("STAGING")) {
+            (Some(stages), Some(staging)) => (stages as u32, staging != 0),
+            _ => SHALLOW,
+        }
+    }
+
     fn launch_stream_k(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
         launch_with(func, stream, ops, true)
     }
@@ -1271,11 +1281,7 @@ pub mod sm80 {
         let s = ops.shape;
         let deep = crate::run::ring::deeper(func, stream, &KERNEL, &DEEP_KERNEL)?;
         let func = deep.as_ref().unwrap_or(func);
-        let config = if crate::run::loader::compiled_from(func, &DEEP_KERNEL) {
-            DEEP
-        } else {
-            SHALLOW
-        };
+        let config = config_of(func);
         let plan = schedule(func, stream, ops, BK, smem_bytes(config), stream_k)?;
         if stream_k {
             let text = format!(

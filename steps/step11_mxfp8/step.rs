@@ -223,11 +223,7 @@ pub mod sm80 {
         let s = ops.shape;
         let deep = crate::run::ring::deeper(func, stream, &KERNEL, &DEEP_KERNEL)?;
         let func = deep.as_ref().unwrap_or(func);
-        let config = if crate::run::loader::compiled_from(func, &DEEP_KERNEL) {
-            DEEP
-        } else {
-            SHALLOW
-        };
+        let config = step10::config_of(func);
         // Step 10's persistent grid, decomposition and stream-K workspace, K tiles of 128 e4m3.
         let plan = step10::schedule(func, stream, ops, BK, smem_bytes(config), true)?;
         let text = format!(
