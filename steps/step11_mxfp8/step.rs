@@ -29,7 +29,7 @@ mod blackwell;
 #[path = "launch.rs"]
 mod launch;
 
-use self::alternatives::{FUSED, OVERLAPPED, PROMOTE, SMEM_B};
+use self::alternatives::{BLOCK_SCALED, FP8_MMA, FUSED, OVERLAPPED, PROMOTE, SMEM_B};
 use self::launch::{BOperand, HopperLaunch, SharedOperand};
 use crate::check::problem::Shape;
 use crate::encoding::tma::TmaSwizzle;
@@ -191,12 +191,14 @@ pub mod sm80 {
     // ANCHOR_END: sm80_configs
     const _: () = assert!(smem_bytes(SHALLOW) <= 99 * 1024 && smem_bytes(DEEP) <= 227 * 1024);
 
+    /// A compilation of `$path` (the step's sm80.cu, or one of its sm80 alternatives, which take the same
+    /// defines) for `$targets`, with `$config`'s ring and staging.
     macro_rules! kernel {
-        ($config:expr) => {
+        ($path:literal, $targets:expr, $config:expr, $launch:expr) => {
             KernelFile {
-                path: "steps/step11_mxfp8/sm80.cu",
+                path: $path,
                 text: crate::run::registry::KernelText::File,
-                targets: Targets::Ampere,
+                targets: $targets,
                 entry: "gemm",
                 defines: &[
                     ("BM", BM as u64),
@@ -208,40 +210,60 @@ pub mod sm80 {
                     ("GROUP_M", GROUP_M as u64),
                 ],
                 max_dynamic_smem: smem_bytes($config),
-                launch,
+                launch: $launch,
             }
         };
     }
+    pub(crate) use kernel;
 
     /// The step's kernel as registered (what every GPU holds); its launch takes the deep compilation
     /// where the GPU has the shared memory for it.
-    pub const KERNEL: KernelFile = kernel!(SHALLOW);
-    pub static DEEP_KERNEL: KernelFile = kernel!(DEEP);
+    pub const KERNEL: KernelFile = kernel!("steps/step11_mxfp8/sm80.cu", Targets::Ampere, SHALLOW, launch);
+    pub static DEEP_KERNEL: KernelFile = kernel!("steps/step11_mxfp8/sm80.cu", Targets::Ampere, DEEP, launch);
+    /// Design (a)'s three-stage compilation (`alternatives/mod.rs`).
+    pub use super::alternatives::FP8_MMA_DEEP;
 
     // ANCHOR: sm80_launch
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_ring(func, stream, ops, &KERNEL, Some(&DEEP_KERNEL))
+    }
+
+    /// The launch of `shallow` (the step's kernel or an sm80 alternative, all of one geometry), or of
+    /// `deep` where the GPU has its shared memory; the step's own kernel tells its plan.
+    pub(crate) fn launch_ring(
+        func: &CudaFunction,
+        stream: &CudaStream,
+        ops: &GemmOperands,
+        shallow: &KernelFile,
+        deep: Option<&'static KernelFile>,
+    ) -> Result<()> {
         let s = ops.shape;
-        let deep = crate::run::ring::deeper(func, stream, &KERNEL, &DEEP_KERNEL)?;
-        let func = deep.as_ref().unwrap_or(func);
-        let config = if crate::run::loader::compiled_from(func, &DEEP_KERNEL) {
+        let deeper = match deep {
+            Some(deep) => crate::run::ring::deeper(func, stream, shallow, deep)?,
+            None => None,
+        };
+        let func = deeper.as_ref().unwrap_or(func);
+        let config = if deep.is_some_and(|deep| crate::run::loader::compiled_from(func, deep)) {
             DEEP
         } else {
             SHALLOW
         };
         // Step 10's persistent grid, decomposition and stream-K workspace, K tiles of 128 e4m3.
         let plan = step10::schedule(func, stream, ops, BK, smem_bytes(config), true)?;
-        let text = format!(
-            "step 11 (sm80) at {s}: {BM}×{BN} blocks, a ring of {} stages, {}",
-            config.0, plan.text
-        );
-        tell_plan(
-            &KERNEL,
-            s,
-            Plan {
-                text,
-                clusters_fit: plan.clusters_fit,
-            },
-        );
+        if shallow.path == KERNEL.path {
+            let text = format!(
+                "step 11 (sm80) at {s}: {BM}×{BN} blocks, a ring of {} stages, {}",
+                config.0, plan.text
+            );
+            tell_plan(
+                &KERNEL,
+                s,
+                Plan {
+                    text,
+                    clusters_fit: plan.clusters_fit,
+                },
+            );
+        }
         launch_maps_then(
             func,
             stream,
@@ -264,7 +286,7 @@ pub const STEP: Step = Step {
     predecessor: Some(10),
     format: Format::Mxfp8,
     kernels: &[HOPPER, BLACKWELL, SM80],
-    alternatives: &[OVERLAPPED, FUSED, SMEM_B, PROMOTE],
+    alternatives: &[OVERLAPPED, FUSED, SMEM_B, PROMOTE, FP8_MMA, BLOCK_SCALED],
     workspace: Some(workspace),
 };
 
