@@ -241,7 +241,10 @@ fn the_sm80_fp8_alternative_verifies_where_the_gpu_has_fp8_mma_sync() -> Ran {
             outcome.alternatives.iter().map(|(p, _)| p).collect::<Vec<_>>()
         );
         if major != 12 {
-            assert!(!outcome.alternatives.iter().any(|(p, _)| p.ends_with("sm80_block_scaled.cu")));
+            assert!(!outcome
+                .alternatives
+                .iter()
+                .any(|(p, _)| p.ends_with("sm80_block_scaled.cu")));
         }
         gpu = session.into_gpu();
     }

@@ -98,7 +98,7 @@ impl Targets {
             }
             Targets::AmpereFp8 => "a CUDA GPU of compute capability 8.9 or newer (fp8 mma.sync: L4, RTX 40/50, H100, H200)",
             Targets::AmpereBlockScaled => {
-                "a GPU of compute capability 12.x (sm_120a: RTX 50, RTX PRO 6000; block-scaled mma.sync), assembled only by this project"
+                "a GPU of compute capability 12.x (sm_120a: RTX 50, RTX PRO 6000; block-scaled mma.sync); assembled only, never run by this project"
             }
         }
     }

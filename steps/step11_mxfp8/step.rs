@@ -15,6 +15,10 @@
 //! and that bf16 B; the GEMM is launched under the pre-pass's tail (a programmatic dependent launch).
 //! Blackwell (`sm100.cu`, assembled, not run here): `tcgen05.mma … kind::mxf8f6f4.block_scale`, as
 //! in "MXFP8 GEMM: Up to 99% of cuBLAS".
+//! The sm80 twin (`sm80.cu`, any GPU of compute capability 8.0+): step 10's twin with each fragment
+//! converted to bf16 in registers; its alternatives `sm80_fp8_mma.cu` (fp8 `mma.sync` per MX block,
+//! promoted on the CUDA cores; sm_89+) and `sm80_block_scaled.cu` (`mma.sync … kind::mxf8f6f4
+//! .block_scale`; sm_120a, assembled, not run here).
 
 //!
 //! The step's files: this one (the workspace, the Hopper kernel's tile and launch, the step's
@@ -159,7 +163,9 @@ const BLACKWELL: KernelFile = blackwell::KERNEL;
 
 /// The sm80 twin (`sm80.cu`): step 10's sm80 twin on e4m3, each fragment converted to bf16 in
 /// registers between `ldmatrix` and the bf16 `mma.sync` (exact: every MX value is a bf16), the scales
-/// copied beside the ring, fp32 C through the warp-private chunks. The only MX path an A100 has.
+/// copied beside the ring, fp32 C through the warp-private chunks. The only MX path an A100 has. Its
+/// designs (a) (fp8 `mma.sync`, sm_89+) and (c) (block-scaled `mma.sync`, sm_120a, assembled only)
+/// are alternatives with the same geometry and launch (`alternatives/mod.rs`).
 pub mod sm80 {
     use super::*;
     use crate::run::registry::{launch_maps_then, tell_plan, Plan};
