@@ -20,8 +20,9 @@
 //   - the scales go to the MMA as registers: each lane loads, per K tile, the blocked layout's word of
 //     one row of each row tile of A and of one column of each column tile of B (the word holds the row's
 //     four blocks, block 0 in the lowest byte), and the MMA of block s reads byte s of it (byte-id s).
-//     With thread-id 0, the PTX ISA's layout reads row m of the A tile from lane 4·(m % 8) + m / 8 and
-//     column n of the B tile from lane 4·n; the other lanes' words are not read.
+//     With thread-id 0 the MMA reads row m of the A tile's scales from lane 4·(m % 8) + m / 8 and
+//     column n of the B tile's from lane 4·n, and no other lane's word: the layout public sm_120
+//     kernels use, not checked on silicon by this project.
 // This kernel has not run: no GPU this project has is of compute capability 12.x.
 #include "common.cuh"
 #include "cp_async.cuh"
