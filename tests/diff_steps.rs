@@ -72,6 +72,37 @@ fn shows_the_diff_of_an_alternative_against_its_step() {
             "{name}:\n{stdout}"
         );
     }
+    // The sm80 twin's alternatives: by the file's name with --twin sm80, or by the program's name,
+    // whose prefix chooses the twin; in alternatives/ or beside the step's kernel (step 08's).
+    for (args, old, new) in [
+        (
+            &["11", "--alternative", "fp8_mma", "--twin", "sm80"][..],
+            "steps/step11_mxfp8/sm80.cu",
+            "steps/step11_mxfp8/alternatives/sm80_fp8_mma.cu",
+        ),
+        (
+            &["11", "--alternative", "sm80-block-scaled"],
+            "steps/step11_mxfp8/sm80.cu",
+            "steps/step11_mxfp8/alternatives/sm80_block_scaled.cu",
+        ),
+        (
+            &["08", "--alternative", "sm80-specialised"],
+            "steps/step08_pipeline/sm80.cu",
+            "steps/step08_pipeline/sm80_specialised.cu",
+        ),
+    ] {
+        let out = diff_steps(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains(&format!("--- a/{old}")) && stdout.contains(&format!("+++ b/{new}")),
+            "{args:?}:\n{stdout}"
+        );
+    }
     // Options after the name go to `git diff`.
     let out = diff_steps(&["11", "--alternative", "overlapped", "--stat"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -93,6 +124,7 @@ fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
         &["11", "--alternative", "nope"],
         &["11", "--alternative", "../sm90"],
         &["10", "--alternative", "fused"],
+        &["11", "--alternative", "sm80-nope"],
     ] {
         let out = diff_steps(args);
         let stderr = String::from_utf8_lossy(&out.stderr);

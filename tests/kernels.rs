@@ -29,6 +29,11 @@ const MAY_SPILL: &[(&str, u32, &str)] = &[
         "step 11's sm80 twin: 128 accumulators, one k16 slice's converted B and the MX block's 16 factors fill the 255 registers of a block of 256 threads; loop-invariant scalars of the copies and the epilogue are spilled (sm_80: 136 bytes stored and loaded), about one reload a K tile in the main loop",
     ),
     (
+        "steps/step11_mxfp8/alternatives/sm80_fp8_mma.cu",
+        160,
+        "step 11's sm80 design (a): the sm80 twin's 128 accumulators beside a block's A fragments, its 16 fp32 factors and each MMA's fresh partial sums fill the 255 registers; loop-invariant scalars of the schedule and the copies are spilled outside the MMAs (ptxas 13: 112 bytes stored and loaded at most on sm_89, 132 in the three-stage build on sm_90)",
+    ),
+    (
         "steps/step10_persistent/sm90.cu",
         320,
         "step 10: 128 accumulators and a held half tile leave a consumer few of its 232 registers, and the producer has 40; a few loop-invariant scalars are spilled outside the main loop. The spill-free builds measured (chapter 10b) made the producer's K-tile count signed and needed 2.5 % more cycles at 4096³",
@@ -471,6 +476,49 @@ fn each_gpu_gets_its_own_twin_unless_another_is_chosen() {
     assert!(needs.contains("8.0 or newer") && !needs.contains('\n'), "{needs}");
 }
 
+/// Step 11's sm80 designs (a) and (c) (issue 31, item 4) are claimed, and so compiled and assembled
+/// above, for exactly the GPUs with their instructions: fp8 `mma.sync` from sm_89 on (ptxas refuses it
+/// for sm_80 and sm_86), the block-scaled `mma.sync` for the arch-specific sm_120a only (assembled, not
+/// run here). A run of the twin times each where the GPU serves it, and elsewhere says in one line
+/// that it skipped it.
+fn the_sm80_mx_designs_are_claimed_and_timed_only_where_their_instructions_are() {
+    let step = steps::get(11).unwrap();
+    let twin = step.file_of_twin(Twin::Sm80).unwrap();
+    let design = |name: &str| step.alternatives.iter().find(|a| a.name == name).unwrap().kernel;
+    let (fp8, block_scaled) = (design("sm80-fp8-mma"), design("sm80-block-scaled"));
+    assert_eq!(fp8.targets.claimed_archs(), &[Arch::SM89, Arch::SM90, Arch::SM120]);
+    assert_eq!(block_scaled.targets.claimed_archs(), &[Arch::SM120A]);
+    assert!(!fp8.targets.compiles_for(Arch::SM86) && fp8.targets.compiles_for(Arch::SM90A));
+    assert!(!block_scaled.targets.compiles_for(Arch::SM120) && !block_scaled.targets.compiles_for(Arch::SM100A));
+    assert_eq!(block_scaled.targets.arch_for_device(12, 1), Arch::new(12, 1, true));
+    for (cc, timed) in [
+        ((8, 0), &[][..]),
+        ((8, 6), &[][..]),
+        ((8, 9), &["sm80-fp8-mma"][..]),
+        ((9, 0), &["sm80-fp8-mma"][..]),
+        ((12, 0), &["sm80-fp8-mma", "sm80-block-scaled"][..]),
+    ] {
+        let names: Vec<&str> = step.alternatives_beside(twin, cc.0, cc.1).map(|a| a.name).collect();
+        assert_eq!(names, timed, "{cc:?}");
+        let skipped: Vec<String> = step.alternatives_skipped(twin, cc.0, cc.1).collect();
+        assert_eq!(skipped.len(), 2 - timed.len(), "{cc:?}: {skipped:?}");
+        for line in &skipped {
+            assert!(
+                line.starts_with("step11: alternative sm80-") && !line.contains('\n'),
+                "{line}"
+            );
+        }
+    }
+    // The Hopper kernel's run neither times nor mentions the sm80 designs.
+    let hopper = step.file_of_twin(Twin::Hopper).unwrap();
+    assert!(step
+        .alternatives_beside(hopper, 9, 0)
+        .all(|a| !a.name.starts_with("sm80-")));
+    assert_eq!(step.alternatives_skipped(hopper, 9, 0).count(), 0);
+    // The block-scaled design's refusal says it was never run.
+    assert!(block_scaled.targets.describe().contains("assembled only"));
+}
+
 /// The deeper rings of steps 08–11's sm80 twins (their launches take them where a block may have
 /// the shared memory: 163 KiB on A100, A30, Orin; 227 KiB on H100, H200) assemble, without spills
 /// beyond `MAY_SPILL`'s, for those GPUs' archs.
@@ -487,6 +535,7 @@ fn the_sm80_twins_deep_rings_assemble_for_the_gpus_that_hold_them() -> Ran {
         (&step10_persistent::sm80::DEEP_KERNEL, &a100[..]),
         // Three stages of e4m3 and their scales with the fp32 chunks: 164.5 KiB, an H100's or H200's.
         (&step11_mxfp8::sm80::DEEP_KERNEL, &hopper_only[..]),
+        (&step11_mxfp8::sm80::FP8_MMA_DEEP, &hopper_only[..]),
     ] {
         let limit = if archs.contains(&Arch::SM80) { 163 } else { 227 } * 1024;
         assert!(file.max_dynamic_smem <= limit, "{}", file.path);
@@ -515,6 +564,7 @@ common::harness::tests!(
     steps_01_to_03_round_by_hand_on_the_t4_and_when_forced,
     every_sm80_twin_is_claimed_for_the_gpus_students_own_and_fits_99_kib,
     each_gpu_gets_its_own_twin_unless_another_is_chosen,
+    the_sm80_mx_designs_are_claimed_and_timed_only_where_their_instructions_are,
     the_mma_sync_ceiling_kernels_assemble_for_the_sm80_twins_gpus,
     the_sm80_twins_deep_rings_assemble_for_the_gpus_that_hold_them,
     every_kernel_compiles_and_assembles_for_every_architecture_it_claims,

@@ -280,7 +280,76 @@ fn an_sm80_record_describes_the_ring_that_ran() -> Ran {
     Ok(())
 }
 
+/// Step 11's sm80 design (a) (`alternatives/sm80_fp8_mma.cu`: fp8 `mma.sync` per MX block, promoted
+/// with both scales; issue 31, item 4): on a GPU with fp8 `mma.sync` (compute capability 8.9 or newer)
+/// every sm80 run of step 11 verifies it with the step's checks (against the twin's own kernel, cuBLAS
+/// bf16 and fp32 C, the f64 MX product), at square and ragged shapes; the errors it measured are
+/// printed, since its accumulation inside a block is the hardware's. Skipped, in one line, elsewhere.
+fn the_sm80_fp8_alternative_verifies_where_the_gpu_has_fp8_mma_sync() -> Ran {
+    let _one = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let mut gpu = common::gpu()?;
+    let major = gpu.major;
+    if (gpu.major, gpu.minor) < (8, 9) {
+        return Err(common::Skip(format!(
+            "needs fp8 mma.sync (compute capability 8.9 or newer); this GPU is {}.{}",
+            gpu.major, gpu.minor
+        )));
+    }
+    let check_only = RunOptions {
+        check_only: true,
+        iters: None,
+    };
+    // Square; ragged in every dimension (K tiles of 128 cut short, 128-row scale pieces padded); one
+    // element; a long K.
+    let shapes = [
+        Shape::square(512),
+        Shape::new(1000, 1030, 160),
+        Shape::new(4099, 129, 544),
+        Shape::new(300, 520, 224),
+        Shape::new(1, 1, 32),
+        Shape::new(257, 255, 4096),
+    ];
+    for (i, &shape) in shapes.iter().enumerate() {
+        let mut session = Session::new(gpu, shape, 3100 + i as u64)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_twin(Some(Twin::Sm80));
+        let outcome = session
+            .run_step(11, &check_only)
+            .unwrap_or_else(|e| panic!("step11 (sm80) {shape}: {e}"));
+        let (_, checks) = outcome
+            .alternatives
+            .iter()
+            .find(|(path, _)| path.ends_with("alternatives/sm80_fp8_mma.cu"))
+            .unwrap_or_else(|| panic!("step11 (sm80) {shape}: design (a) was not verified on this GPU"));
+        assert!(
+            checks.len() >= 4 && checks.iter().all(|c| c.passed),
+            "step11 (sm80) design (a) {shape}: {checks:?}"
+        );
+        for c in checks {
+            println!(
+                "step11 (sm80) design (a) {shape} vs {}: rel. Frobenius {:.3e} (bound {:.3e}), max |error| {:.3e}",
+                c.against, c.rel_fro, c.rel_fro_bound, c.max_abs
+            );
+        }
+        // Only the designs this GPU has instructions for are loaded beside the twin.
+        assert!(
+            outcome.alternatives.iter().all(|(path, _)| path.contains("/sm80_")),
+            "{:?}",
+            outcome.alternatives.iter().map(|(p, _)| p).collect::<Vec<_>>()
+        );
+        if major != 12 {
+            assert!(!outcome
+                .alternatives
+                .iter()
+                .any(|(p, _)| p.ends_with("sm80_block_scaled.cu")));
+        }
+        gpu = session.into_gpu();
+    }
+    Ok(())
+}
+
 common::harness::tests!(
+    the_sm80_fp8_alternative_verifies_where_the_gpu_has_fp8_mma_sync,
     every_sm80_twin_is_verified_against_its_own_predecessor_at_square_and_ragged_shapes,
     an_sm80_run_records_the_mma_sync_ceilings,
     the_profile_of_an_sm80_twin_is_the_twin_s_own,

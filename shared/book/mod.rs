@@ -16,6 +16,7 @@
 //! | `{{#ladder-choice step10}}` | inline: the random sweep (`--sweep random`) in words: the choice against the fastest plan, the worst case, the geometric mean |
 //! | `{{#ladder-choice-figure}}` | an image of `figures/choice-<gpu>.svg` per file with a random sweep |
 //! | `{{#ladder-alternatives step11}}` | one row per alternative design timed with that step's runs |
+//! | `{{#ladder-alternatives step11 sm80}}` | the same for the step's sm80 twin and its designs |
 //! | `{{#ladder-mx step11}}` | an MXFP8 step's baselines (cuBLAS fp32 C and bf16 C, dequantize + cuBLAS, cuBLASLt fp8) |
 //!
 //! and the evidence directives of [`crate::book::evidence`] (`ladder-evidence stepNN`,
@@ -73,7 +74,9 @@ mod tables;
 pub use crate::svg;
 
 pub(crate) use cells::Marks;
-pub use tables::{alternatives_table, mx_baselines_table, plans_table, sweep_table, table, twin_table};
+pub use tables::{
+    alternatives_table, mx_baselines_table, plans_table, sweep_table, table, twin_alternatives_table, twin_table,
+};
 
 use crate::error::{Error, Result};
 use crate::run::results::{self, ResultsFile};
@@ -348,6 +351,10 @@ impl LadderResults {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     alternatives_table(&self.files, id)
                 }
+                ("ladder-alternatives", [step, "sm80"]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    twin_alternatives_table(&self.sm80_files, id)
+                }
                 ("ladder-mx", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     mx_baselines_table(&self.files, id)
@@ -425,7 +432,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN, ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [sm80|before=REVISION], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-choice stepNN, ladder-choice-figure, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN [sm80], ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [sm80|before=REVISION], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-choice stepNN, ladder-choice-figure, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };

@@ -363,14 +363,31 @@ pub fn mx_baselines_table(files: &[ResultsFile], step: u8) -> String {
 /// A step's alternative designs as Markdown: one row per alternative per (plain) record of the step,
 /// beside the step's own kernel from the same alternating loop, then their verification.
 pub fn alternatives_table(files: &[ResultsFile], step: u8) -> String {
+    alternatives_table_of(files, step, false)
+}
+
+/// [`alternatives_table`] of the sm80 twin's records (`{{#ladder-alternatives step11 sm80}}`): the
+/// twin's designs, each timed in the twin's loop on the GPUs that have its instructions.
+pub fn twin_alternatives_table(files: &[ResultsFile], step: u8) -> String {
+    alternatives_table_of(files, step, true)
+}
+
+fn alternatives_table_of(files: &[ResultsFile], step: u8, sm80: bool) -> String {
     let rows: Vec<(&ResultsFile, &StepRecord)> = files
         .iter()
         .flat_map(|f| f.records.iter().map(move |r| (f, r)))
         .filter(|(_, r)| !r.sweep && r.step == step && !r.alternatives.is_empty())
         .collect();
     if rows.is_empty() {
+        let twin = if sm80 { " -- --twin sm80" } else { "" };
+        let which = if sm80 {
+            "the sm80 twin's alternative designs"
+        } else {
+            "them"
+        };
         return format!(
-            "No alternative design of step {step:02} has been recorded on a GPU yet: `cargo run --release --bin step{step:02}` on a machine with an NVIDIA GPU times them with the step and records them here.\n"
+            "No alternative design of step {step:02}{} has been recorded on a GPU yet: `cargo run --release --bin step{step:02}{twin}` on a machine with an NVIDIA GPU times {which} with the step and records them here.\n",
+            if sm80 { "'s sm80 twin" } else { "" }
         );
     }
     let (ratio_header, column) = headline_header(rows.iter().map(|(_, r)| *r));

@@ -22,6 +22,7 @@ impl Arch {
     pub const SM100: Arch = Arch::new(10, 0, false);
     pub const SM100A: Arch = Arch::new(10, 0, true);
     pub const SM120: Arch = Arch::new(12, 0, false);
+    pub const SM120A: Arch = Arch::new(12, 0, true);
 
     pub const fn new(major: u32, minor: u32, arch_specific: bool) -> Arch {
         Arch {

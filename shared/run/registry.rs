@@ -26,6 +26,13 @@ pub enum Targets {
     /// The Ampere-class twin (`sm80.cu`): cp.async, ldmatrix, mma.sync, which every GPU of compute
     /// capability 8.0 or newer has; compiled for the device's own plain `sm_XY`, as [`Targets::AnyGpu`].
     Ampere,
+    /// An sm80-twin file that also needs fp8 (e4m3) `mma.sync`: compute capability 8.9 or newer (L4,
+    /// RTX 40/50, H100, H200); compiled for the device's own plain `sm_XY`.
+    AmpereFp8,
+    /// An sm80-twin file that needs the block-scaled `mma.sync … kind::mxf8f6f4.block_scale` of the
+    /// consumer Blackwell GPUs: compute capability 12.x, compiled for the arch-specific `sm_120a` (or
+    /// `sm_121a`). Assembled in the tests, not run here.
+    AmpereBlockScaled,
 }
 
 impl Targets {
@@ -34,6 +41,8 @@ impl Targets {
         match self {
             Targets::AnyGpu => (major, minor) >= (7, 5),
             Targets::Ampere => major >= 8,
+            Targets::AmpereFp8 => (major, minor) >= (8, 9),
+            Targets::AmpereBlockScaled => major == 12,
             Targets::Hopper => (major, minor) == (9, 0),
             Targets::Blackwell => (major, minor) == (10, 0),
         }
@@ -42,7 +51,8 @@ impl Targets {
     /// The architecture to compile for on a device of compute capability `major.minor`.
     pub fn arch_for_device(&self, major: u32, minor: u32) -> Arch {
         match self {
-            Targets::AnyGpu | Targets::Ampere => Arch::of_device(major, minor),
+            Targets::AnyGpu | Targets::Ampere | Targets::AmpereFp8 => Arch::of_device(major, minor),
+            Targets::AmpereBlockScaled => Arch::new(major, minor, true),
             Targets::Hopper => Arch::SM90A,
             Targets::Blackwell => Arch::SM100A,
         }
@@ -54,6 +64,8 @@ impl Targets {
         match self {
             Targets::AnyGpu => (arch.major, arch.minor) >= (7, 5),
             Targets::Ampere => arch.major >= 8,
+            Targets::AmpereFp8 => (arch.major, arch.minor) >= (8, 9),
+            Targets::AmpereBlockScaled => arch.major == 12 && arch.arch_specific,
             Targets::Hopper => arch == Arch::SM90A,
             Targets::Blackwell => arch == Arch::SM100A,
         }
@@ -69,6 +81,10 @@ impl Targets {
             // Every family a student's GPU may be: ptxas refuses an sm_90+ instruction for sm_80,
             // and assembling for sm_120 proves the file needs nothing of Hopper's to run there.
             Targets::Ampere => &[Arch::SM80, Arch::SM86, Arch::SM89, Arch::SM90, Arch::SM120],
+            // ptxas refuses fp8 mma.sync for sm_80 and sm_86.
+            Targets::AmpereFp8 => &[Arch::SM89, Arch::SM90, Arch::SM120],
+            // The block-scaled mma.sync exists only for the arch-specific targets of 12.x.
+            Targets::AmpereBlockScaled => &[Arch::SM120A],
         }
     }
 
@@ -80,6 +96,10 @@ impl Targets {
             Targets::Ampere => {
                 "a CUDA GPU of compute capability 8.0 or newer for the Ampere-class twin (sm80.cu: cp.async, ldmatrix, bf16 mma.sync)"
             }
+            Targets::AmpereFp8 => "a CUDA GPU of compute capability 8.9 or newer (fp8 mma.sync: L4, RTX 40/50, H100, H200)",
+            Targets::AmpereBlockScaled => {
+                "a GPU of compute capability 12.x (sm_120a: RTX 50, RTX PRO 6000; block-scaled mma.sync); assembled only, never run by this project"
+            }
         }
     }
 
@@ -90,7 +110,7 @@ impl Targets {
             Targets::AnyGpu => None,
             Targets::Hopper => Some(Twin::Hopper),
             Targets::Blackwell => Some(Twin::Blackwell),
-            Targets::Ampere => Some(Twin::Sm80),
+            Targets::Ampere | Targets::AmpereFp8 | Targets::AmpereBlockScaled => Some(Twin::Sm80),
         }
     }
 }
@@ -436,6 +456,28 @@ impl Step {
         self.alternatives
             .iter()
             .filter(move |a| a.kernel.targets.twin() == kernel.targets.twin() && a.kernel.targets.serves(major, minor))
+    }
+
+    /// The alternatives of `kernel`'s twin that a device of compute capability `major.minor` lacks the
+    /// instructions for (the sm80 twin's fp8 and block-scaled designs), each with the line a run prints
+    /// instead of timing it.
+    pub fn alternatives_skipped<'a>(
+        &'a self,
+        kernel: &'a KernelFile,
+        major: u32,
+        minor: u32,
+    ) -> impl Iterator<Item = String> + 'a {
+        self.alternatives
+            .iter()
+            .filter(move |a| a.kernel.targets.twin() == kernel.targets.twin() && !a.kernel.targets.serves(major, minor))
+            .map(move |a| {
+                format!(
+                    "{}: alternative {} skipped on this GPU (compute capability {major}.{minor}): it needs {}",
+                    self.binary(),
+                    a.name,
+                    a.kernel.targets.describe()
+                )
+            })
     }
 
     /// What this step can run on, for the refusal message: with a twin chosen (`Some`), what that

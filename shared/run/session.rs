@@ -294,6 +294,11 @@ impl Session {
         if !self.kernels.contains_key(&id) {
             let step = steps::get(id)?;
             let loaded = load_kernel(&self.gpu, step, self.twin, self.shape)?;
+            if self.with_alternatives {
+                for line in step.alternatives_skipped(loaded.file, self.gpu.major, self.gpu.minor) {
+                    eprintln!("{line}");
+                }
+            }
             let alternatives = step
                 .alternatives_beside(loaded.file, self.gpu.major, self.gpu.minor)
                 .filter(|_| self.with_alternatives)

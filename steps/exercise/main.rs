@@ -298,6 +298,8 @@ fn runs_on(ex: &Exercise) -> String {
     let gpus = match ex.kernel().targets {
         Targets::AnyGpu => "sm_75+",
         Targets::Ampere => "sm_80+",
+        Targets::AmpereFp8 => "sm_89+",
+        Targets::AmpereBlockScaled => "sm_120a",
         Targets::Hopper => "sm_90a",
         Targets::Blackwell => "sm_100a",
     };

@@ -15,6 +15,10 @@
 //! and that bf16 B; the GEMM is launched under the pre-pass's tail (a programmatic dependent launch).
 //! Blackwell (`sm100.cu`, assembled, not run here): `tcgen05.mma … kind::mxf8f6f4.block_scale`, as
 //! in "MXFP8 GEMM: Up to 99% of cuBLAS".
+//! The sm80 twin (`sm80.cu`, any GPU of compute capability 8.0+): step 10's twin with each fragment
+//! converted to bf16 in registers; its alternatives `sm80_fp8_mma.cu` (fp8 `mma.sync` per MX block,
+//! promoted on the CUDA cores; sm_89+) and `sm80_block_scaled.cu` (`mma.sync … kind::mxf8f6f4
+//! .block_scale`; sm_120a, assembled, not run here).
 
 //!
 //! The step's files: this one (the workspace, the Hopper kernel's tile and launch, the step's
@@ -29,7 +33,7 @@ mod blackwell;
 #[path = "launch.rs"]
 mod launch;
 
-use self::alternatives::{FUSED, OVERLAPPED, PROMOTE, SMEM_B};
+use self::alternatives::{BLOCK_SCALED, FP8_MMA, FUSED, OVERLAPPED, PROMOTE, SMEM_B};
 use self::launch::{BOperand, HopperLaunch, SharedOperand};
 use crate::check::problem::Shape;
 use crate::encoding::tma::TmaSwizzle;
@@ -159,7 +163,9 @@ const BLACKWELL: KernelFile = blackwell::KERNEL;
 
 /// The sm80 twin (`sm80.cu`): step 10's sm80 twin on e4m3, each fragment converted to bf16 in
 /// registers between `ldmatrix` and the bf16 `mma.sync` (exact: every MX value is a bf16), the scales
-/// copied beside the ring, fp32 C through the warp-private chunks. The only MX path an A100 has.
+/// copied beside the ring, fp32 C through the warp-private chunks. The only MX path an A100 has. Its
+/// designs (a) (fp8 `mma.sync`, sm_89+) and (c) (block-scaled `mma.sync`, sm_120a, assembled only)
+/// are alternatives with the same geometry and launch (`alternatives/mod.rs`).
 pub mod sm80 {
     use super::*;
     use crate::run::registry::{launch_maps_then, tell_plan, Plan};
@@ -191,12 +197,14 @@ pub mod sm80 {
     // ANCHOR_END: sm80_configs
     const _: () = assert!(smem_bytes(SHALLOW) <= 99 * 1024 && smem_bytes(DEEP) <= 227 * 1024);
 
+    /// A compilation of `$path` (the step's sm80.cu, or one of its sm80 alternatives, which take the same
+    /// defines) for `$targets`, with `$config`'s ring and staging.
     macro_rules! kernel {
-        ($config:expr) => {
+        ($path:literal, $targets:expr, $config:expr, $launch:expr) => {
             KernelFile {
-                path: "steps/step11_mxfp8/sm80.cu",
+                path: $path,
                 text: crate::run::registry::KernelText::File,
-                targets: Targets::Ampere,
+                targets: $targets,
                 entry: "gemm",
                 defines: &[
                     ("BM", BM as u64),
@@ -208,36 +216,56 @@ pub mod sm80 {
                     ("GROUP_M", GROUP_M as u64),
                 ],
                 max_dynamic_smem: smem_bytes($config),
-                launch,
+                launch: $launch,
             }
         };
     }
+    pub(crate) use kernel;
 
     /// The step's kernel as registered (what every GPU holds); its launch takes the deep compilation
     /// where the GPU has the shared memory for it.
-    pub const KERNEL: KernelFile = kernel!(SHALLOW);
-    pub static DEEP_KERNEL: KernelFile = kernel!(DEEP);
+    pub const KERNEL: KernelFile = kernel!("steps/step11_mxfp8/sm80.cu", Targets::Ampere, SHALLOW, launch);
+    pub static DEEP_KERNEL: KernelFile = kernel!("steps/step11_mxfp8/sm80.cu", Targets::Ampere, DEEP, launch);
+    /// Design (a)'s three-stage compilation (`alternatives/mod.rs`).
+    pub use super::alternatives::FP8_MMA_DEEP;
 
     // ANCHOR: sm80_launch
     fn launch(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_ring(func, stream, ops, &KERNEL, Some(&DEEP_KERNEL))
+    }
+
+    /// The launch of `shallow` (the step's kernel or an sm80 alternative, all of one geometry), or of
+    /// `deep` where the GPU has its shared memory; the step's own kernel tells its plan.
+    pub(crate) fn launch_ring(
+        func: &CudaFunction,
+        stream: &CudaStream,
+        ops: &GemmOperands,
+        shallow: &KernelFile,
+        deep: Option<&'static KernelFile>,
+    ) -> Result<()> {
         let s = ops.shape;
-        let deep = crate::run::ring::deeper(func, stream, &KERNEL, &DEEP_KERNEL)?;
-        let func = deep.as_ref().unwrap_or(func);
+        let deeper = match deep {
+            Some(deep) => crate::run::ring::deeper(func, stream, shallow, deep)?,
+            None => None,
+        };
+        let func = deeper.as_ref().unwrap_or(func);
         let config = step10::config_of(func);
         // Step 10's persistent grid, decomposition and stream-K workspace, K tiles of 128 e4m3.
         let plan = step10::schedule(func, stream, ops, BK, smem_bytes(config), true)?;
-        let text = format!(
-            "step 11 (sm80) at {s}: {BM}×{BN} blocks, a ring of {} stages, {}",
-            config.0, plan.text
-        );
-        tell_plan(
-            &KERNEL,
-            s,
-            Plan {
-                text,
-                clusters_fit: plan.clusters_fit,
-            },
-        );
+        if shallow.path == KERNEL.path {
+            let text = format!(
+                "step 11 (sm80) at {s}: {BM}×{BN} blocks, a ring of {} stages, {}",
+                config.0, plan.text
+            );
+            tell_plan(
+                &KERNEL,
+                s,
+                Plan {
+                    text,
+                    clusters_fit: plan.clusters_fit,
+                },
+            );
+        }
         launch_maps_then(
             func,
             stream,
@@ -260,7 +288,7 @@ pub const STEP: Step = Step {
     predecessor: Some(10),
     format: Format::Mxfp8,
     kernels: &[HOPPER, BLACKWELL, SM80],
-    alternatives: &[OVERLAPPED, FUSED, SMEM_B, PROMOTE],
+    alternatives: &[OVERLAPPED, FUSED, SMEM_B, PROMOTE, FP8_MMA, BLOCK_SCALED],
     workspace: Some(workspace),
 };
 

@@ -333,3 +333,59 @@ pub(super) const PROMOTE: Alternative = Alternative {
     kernel: promote::KERNEL,
     plan: false,
 };
+
+/// The sm80 twin's designs (a) and (c), whole kernel files beside `sm80.cu` with its geometry, ring and
+/// launch (`sm80::launch_ring`): (a) for the GPUs with fp8 `mma.sync` (compute capability 8.9 or
+/// newer), (c) for those with the block-scaled one (12.x, assembled only here). Each is timed in the
+/// twin's loop only where the GPU has its instruction; elsewhere the run says in one line that it
+/// skipped it.
+mod sm80_designs {
+    use super::*;
+    use crate::run::steps::step11_mxfp8::sm80::{kernel, launch_ring, smem_bytes, DEEP, SHALLOW};
+    use crate::run::steps::step11_mxfp8::sm80::{BK, BLOCKS_PER_SM, BM, BN, GROUP_M};
+
+    pub const FP8_MMA: KernelFile = kernel!(
+        "steps/step11_mxfp8/alternatives/sm80_fp8_mma.cu",
+        Targets::AmpereFp8,
+        SHALLOW,
+        launch_fp8_mma
+    );
+    /// Its three-stage compilation, for an H100 or H200 (as the step's `DEEP_KERNEL`).
+    pub static FP8_MMA_DEEP: KernelFile = kernel!(
+        "steps/step11_mxfp8/alternatives/sm80_fp8_mma.cu",
+        Targets::AmpereFp8,
+        DEEP,
+        launch_fp8_mma
+    );
+    /// 12.x parts give a block 99 KiB: the shallow ring only.
+    pub const BLOCK_SCALED: KernelFile = kernel!(
+        "steps/step11_mxfp8/alternatives/sm80_block_scaled.cu",
+        Targets::AmpereBlockScaled,
+        SHALLOW,
+        launch_block_scaled
+    );
+
+    fn launch_fp8_mma(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_ring(func, stream, ops, &FP8_MMA, Some(&FP8_MMA_DEEP))
+    }
+
+    fn launch_block_scaled(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
+        launch_ring(func, stream, ops, &BLOCK_SCALED, None)
+    }
+}
+
+pub use sm80_designs::FP8_MMA_DEEP;
+
+pub(super) const FP8_MMA: Alternative = Alternative {
+    name: "sm80-fp8-mma",
+    design: "design (a) on sm_89+: one fp8 mma.sync.m16n8k32 per 32-element scale block on the raw e4m3 bytes, its fp32 partial sums promoted with both scales on the CUDA cores",
+    kernel: sm80_designs::FP8_MMA,
+    plan: false,
+};
+
+pub(super) const BLOCK_SCALED: Alternative = Alternative {
+    name: "sm80-block-scaled",
+    design: "design (c) on 12.x (sm_120a), assembled only: the block-scaled mma.sync kind::mxf8f6f4 takes both scales itself, nothing converted or promoted",
+    kernel: sm80_designs::BLOCK_SCALED,
+    plan: false,
+};
