@@ -72,6 +72,24 @@ fn shows_the_diff_of_an_alternative_against_its_step() {
             "{name}:\n{stdout}"
         );
     }
+    // An sm80 twin's alternative, with the twin named or found from the name.
+    for args in [
+        &["08", "--alternative", "specialised"][..],
+        &["08", "--alternative", "specialised", "--twin", "sm80"],
+    ] {
+        let out = diff_steps(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("--- a/steps/step08_pipeline/sm80.cu")
+                && stdout.contains("+++ b/steps/step08_pipeline/alternatives/sm80_specialised.cu"),
+            "{args:?}:\n{stdout}"
+        );
+    }
     // Options after the name go to `git diff`.
     let out = diff_steps(&["11", "--alternative", "overlapped", "--stat"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -93,6 +111,7 @@ fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
         &["11", "--alternative", "nope"],
         &["11", "--alternative", "../sm90"],
         &["10", "--alternative", "fused"],
+        &["08", "--alternative", "specialised", "--twin", "hopper"],
     ] {
         let out = diff_steps(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
