@@ -4,7 +4,7 @@
 use super::*;
 use crate::encoding::tma::{TensorMap, TmaElement};
 use crate::error::Error;
-use crate::run::persistent::{Decomposition, MatrixMap, StreamK};
+use crate::run::persistent::{stream_k_workspace, Decomposition, MatrixMap, StreamK};
 use crate::run::workspace::WorkspaceNeed;
 use std::sync::Mutex;
 
@@ -23,16 +23,6 @@ pub fn workspace(_shape: crate::check::problem::Shape, sms: u32) -> WorkspaceNee
         flag_bytes: FLAG_BLOCKS * CONSUMERS as u64 * 4,
         scratch_bytes: sms as u64 * (BM * BN * 4) as u64,
     }
-}
-
-/// The partials' and the flags' addresses for `blocks` blocks of a tile `bn` columns wide. Each
-/// launch raises its flags to its own epoch (`ops.workspace.epoch`, newer than any earlier
-/// launch's), so they never need clearing.
-fn stream_k_workspace(ops: &GemmOperands, blocks: u32, bn: u32) -> Result<(u64, u64)> {
-    let who = format!("step 10's stream-K ({blocks} blocks of 128×{bn})");
-    let flags = ops.workspace.flags(blocks as u64 * CONSUMERS as u64 * 4, &who)?;
-    let partials = ops.workspace.scratch(blocks as u64 * (BM * bn * 4) as u64, &who)?;
-    Ok((partials, flags))
 }
 // ANCHOR_END: workspace
 
@@ -304,7 +294,14 @@ fn launch_with(
         // A stream-K finisher waits for the flags of later clusters, which must be running too:
         // launched cooperatively, a grid the GPU cannot hold at once is refused, not left hanging.
         launch = launch.co_resident();
-        stream_k_workspace(ops, d.clusters * tile.blocks(), tile.bn)?
+        // A flag per consumer warpgroup: each raises its own once its half of the partial is written.
+        stream_k_workspace(
+            ops,
+            "step 10's stream-K",
+            d.clusters * tile.blocks(),
+            (BM, tile.bn),
+            CONSUMERS,
+        )?
     } else {
         (0, 0)
     };
@@ -354,10 +351,13 @@ mod tests {
             shape,
         };
         for tile in TILES {
-            let (partials, flags) = stream_k_workspace(&ops, 132, tile.bn).unwrap();
+            let (partials, flags) =
+                stream_k_workspace(&ops, "step 10's stream-K", 132, (BM, tile.bn), CONSUMERS).unwrap();
             assert_eq!((partials, flags), ((1 << 20) + scratch_at, 1 << 20));
         }
-        let refused = stream_k_workspace(&ops, 133, BN).unwrap_err().to_string();
+        let refused = stream_k_workspace(&ops, "step 10's stream-K", 133, (BM, BN), CONSUMERS)
+            .unwrap_err()
+            .to_string();
         assert!(
             refused.contains("step 10's stream-K (133 blocks") && !refused.contains('\n'),
             "{refused}"

@@ -1,7 +1,7 @@
 //! The sm80 twin's tile, ring and launch: step 09's twin, persistent, with the Hopper twin's schedule.
 
 use super::*;
-use crate::run::persistent::{Decomposition, StreamK};
+use crate::run::persistent::{stream_k_workspace, Decomposition, StreamK};
 use crate::run::steps::step09_epilogue_double_buffer::sm80 as step09;
 
 pub const BM: u32 = step09::BM;
@@ -66,15 +66,6 @@ fn launch_stream_k(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands)
 
 fn launch_data_parallel(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands) -> Result<()> {
     launch_with(func, stream, ops, false)
-}
-
-/// The partials' and the flags' addresses for `blocks` blocks: one BM×BN fp32 tile and one flag a
-/// block, in the workspace the step asks for (`hopper::workspace`, which holds as many bytes).
-fn stream_k_workspace(ops: &GemmOperands, blocks: u32) -> Result<(u64, u64)> {
-    let who = format!("step 10's sm80 stream-K ({blocks} blocks of {BM}×{BN})");
-    let flags = ops.workspace.flags(blocks as u64 * 4, &who)?;
-    let partials = ops.workspace.scratch(blocks as u64 * (BM * BN * 4) as u64, &who)?;
-    Ok((partials, flags))
 }
 
 fn launch_with(func: &CudaFunction, stream: &CudaStream, ops: &GemmOperands, stream_k: bool) -> Result<()> {
@@ -157,7 +148,9 @@ pub fn schedule(
     // ANCHOR_END: sm80_grid
     let (partials, flags) = if d.sk_clusters > 0 {
         launch = launch.co_resident();
-        stream_k_workspace(ops, d.clusters)?
+        // One flag a block, in the workspace the step asks for (`hopper::workspace`, which holds as
+        // many bytes).
+        stream_k_workspace(ops, "step 10's sm80 stream-K", d.clusters, (BM, BN), 1)?
     } else {
         (0, 0)
     };
