@@ -72,8 +72,8 @@ fn shows_the_diff_of_an_alternative_against_its_step() {
             "{name}:\n{stdout}"
         );
     }
-    // The sm80 twin's alternatives: by the file's name with --twin sm80, or by the program's name,
-    // whose prefix chooses the twin; in alternatives/ or beside the step's kernel (step 08's).
+    // The sm80 twin's alternatives: by the file's name with --twin sm80, by the program's name,
+    // whose prefix chooses the twin, or by the file's name alone where one twin has it.
     for (args, old, new) in [
         (
             &["11", "--alternative", "fp8_mma", "--twin", "sm80"][..],
@@ -88,7 +88,17 @@ fn shows_the_diff_of_an_alternative_against_its_step() {
         (
             &["08", "--alternative", "sm80-specialised"],
             "steps/step08_pipeline/sm80.cu",
-            "steps/step08_pipeline/sm80_specialised.cu",
+            "steps/step08_pipeline/alternatives/sm80_specialised.cu",
+        ),
+        (
+            &["08", "--alternative", "specialised"],
+            "steps/step08_pipeline/sm80.cu",
+            "steps/step08_pipeline/alternatives/sm80_specialised.cu",
+        ),
+        (
+            &["08", "--alternative", "specialised", "--twin", "sm80"],
+            "steps/step08_pipeline/sm80.cu",
+            "steps/step08_pipeline/alternatives/sm80_specialised.cu",
         ),
     ] {
         let out = diff_steps(args);
@@ -125,6 +135,7 @@ fn a_bad_argument_is_one_line_and_a_non_zero_exit() {
         &["11", "--alternative", "../sm90"],
         &["10", "--alternative", "fused"],
         &["11", "--alternative", "sm80-nope"],
+        &["08", "--alternative", "specialised", "--twin", "hopper"],
     ] {
         let out = diff_steps(args);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -106,6 +106,7 @@ pub const HEADERS: &[&str] = &[
     "epilogue.cuh",
     "timeline.cuh",
     "flag.cuh",
+    "schedule.cuh",
 ];
 
 /// The text of the crate header `name` (`common.cuh`), as [`sources::text`] reads it.

@@ -4,7 +4,8 @@
 //!   kernel), optionally trimmed to as few as take the same number of turns ([`balanced`]); the caller
 //!   makes the launch cooperative ([`Launch::co_resident`]) where its blocks wait for each other;
 //! - [`Decomposition`], how a shape's tiles are shared among the clusters (whole, or the last wave by
-//!   K tiles: stream-K), the schedule step 10 and its twins launch;
+//!   K tiles: stream-K), the schedule step 10 and its twins launch, and [`stream_k_workspace`], where
+//!   a stream-K launch's partial tiles and flags lie in the session's workspace;
 //! - [`tensor_map`] and [`store_map_for_c`], one cache of the tensor maps every launch passes, keyed by
 //!   all that an encoded map depends on (operand, element, shape, box, swizzle).
 //!
@@ -14,7 +15,7 @@
 use crate::check::problem::Shape;
 use crate::encoding::tma::{self, TensorMap, TmaElement, TmaSwizzle};
 use crate::error::{Error, Result};
-use crate::run::registry::{max_active_clusters, Launch};
+use crate::run::registry::{max_active_clusters, GemmOperands, Launch};
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig};
 use std::sync::Mutex;
 
@@ -312,6 +313,27 @@ impl Decomposition {
     }
 }
 // ANCHOR_END: decomposition
+
+// ANCHOR: stream_k_workspace
+/// A stream-K launch's partials and flags, taken from the session's workspace (which the step's
+/// `workspace` function sized): one `bm`×`bn` fp32 partial tile and `flags_per_block` flags (the
+/// Hopper kernel raises one per consumer warpgroup, the sm80 twins one per block) for each of
+/// `blocks` blocks. Each launch raises its flags to its own epoch (`ops.workspace.epoch`, newer than
+/// any earlier launch's), so they never need clearing. `who` names the launch in the one line that
+/// refuses a workspace too small. Returns the partials' address, then the flags'.
+pub fn stream_k_workspace(
+    ops: &GemmOperands,
+    who: &str,
+    blocks: u32,
+    (bm, bn): (u32, u32),
+    flags_per_block: u32,
+) -> Result<(u64, u64)> {
+    let who = format!("{who} ({blocks} blocks of {bm}×{bn})");
+    let flags = ops.workspace.flags(blocks as u64 * flags_per_block as u64 * 4, &who)?;
+    let partials = ops.workspace.scratch(blocks as u64 * (bm * bn * 4) as u64, &who)?;
+    Ok((partials, flags))
+}
+// ANCHOR_END: stream_k_workspace
 
 // ---------------------------------------------------------------------------------------------
 // The tensor-map cache

@@ -18,7 +18,7 @@
 // GPU, not of the kernel: 48 KiB a stage, so an A100 or H100 (163 or 227 KiB a block) takes three and
 // a 99 KiB part (RTX 30/40/50, L4) two. step.rs asks the device and compiles STAGES accordingly; with
 // three, a copy has two K tiles of MMAs to land instead of one. The warp-specialised ring is kept as an
-// alternative (`sm80_specialised.cu`), timed beside this one.
+// alternative (`alternatives/sm80_specialised.cu`), timed beside this one.
 //
 // The epilogue is step 07's: C staged in the ring's place once every copy has landed.
 #include "common.cuh"

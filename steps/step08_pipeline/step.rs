@@ -14,7 +14,7 @@
 //! sm80 twin (`sm80.cu`): step 07's twin's tile and loop, CUTLASS 2.x's multistage ring: every thread
 //! copies and computes, one `cp.async` group and one block barrier per K tile, and as many stages as
 //! the GPU gives a block shared memory for (3 where it has 163 KiB or more, 2 on a 99 KiB part). The
-//! warp-specialised ring (`sm80_specialised.cu`: a producer warp, full/empty mbarriers, no
+//! warp-specialised ring (`alternatives/sm80_specialised.cu`: a producer warp, full/empty mbarriers, no
 //! `setmaxnreg`) and the two-stage ring are timed beside it as alternatives.
 
 use crate::encoding::tma::{self, TmaSwizzle};
@@ -245,9 +245,16 @@ pub mod sm80 {
     pub const KERNEL: KernelFile = ring!("steps/step08_pipeline/sm80.cu", SHALLOW, launch);
     /// The three-stage compilation, loaded on first use by a launch on a GPU that holds it.
     pub static DEEP_KERNEL: KernelFile = ring!("steps/step08_pipeline/sm80.cu", DEEP, launch_as_compiled);
-    const SPECIALISED: KernelFile = ring!("steps/step08_pipeline/sm80_specialised.cu", SHALLOW, launch_specialised);
-    pub static SPECIALISED_DEEP: KernelFile =
-        ring!("steps/step08_pipeline/sm80_specialised.cu", DEEP, launch_specialised);
+    const SPECIALISED: KernelFile = ring!(
+        "steps/step08_pipeline/alternatives/sm80_specialised.cu",
+        SHALLOW,
+        launch_specialised
+    );
+    pub static SPECIALISED_DEEP: KernelFile = ring!(
+        "steps/step08_pipeline/alternatives/sm80_specialised.cu",
+        DEEP,
+        launch_specialised
+    );
 
     pub const ALTERNATIVES: &[Alternative] = &[
         Alternative {

@@ -43,7 +43,7 @@ pub const EXERCISES: &[Exercise] = &[
         kind: Kind::PredictThenMeasure,
         title: "Row-major order",
         name: "row_major_order",
-        intro: "Step 10's Hopper kernel with the tiles in plain row-major order, GROUP_M = 1 instead of the 16 step.rs sets. Before `exercise check 10.2`, count the slabs of A and B one turn of the clusters needs in each order, and predict the time as a multiple of step 10's own. The check prints the measured ratio.",
+        intro: "Step 10's Hopper kernel with the tiles in plain row-major order, GROUP_M = 1 instead of the 16 hopper.rs sets. Before `exercise check 10.2`, count the slabs of A and B one turn of the clusters needs in each order, and predict the time as a multiple of step 10's own. The check prints the measured ratio.",
         edits: &[
             Edit {
                 find: concat!(
