@@ -1,5 +1,5 @@
 // Alternative to step 11's sm80.cu, design (a) on sm_89+: one fp8 `mma.sync.m16n8k32` per 32-element MX block, its fp32 partial sums promoted with both scales; error bound: the step's checks (2^-9 rel. Frobenius against the twin's kernel and cuBLAS fp32 C, 2^-10 against the f64 MX product), no exactness claimed for the MMA's own sum of a block's 32 products.
-// What the recorded loop says: awaiting the record (the lead's re-record times it beside the twin in `step11 --twin sm80`).
+// What the recorded loop says: its time beside the step is in chapter 11's sm80 alternatives table; on sm_90 each fp8 mma.sync is assembled as fp16 conversions and two HMMA (SASS, below): there it is the step's MMAs with a conversion of its own, plus the promotion.
 //
 // Step 11 · MXFP8, the sm80 twin's design (a) (compute capability 8.9 or newer: L4, RTX 40/50, H100, H200).
 //
@@ -14,11 +14,8 @@
 // one FMUL (the two scales' product: exact, both are powers of two) and one FFMA per output per block.
 // The products inside an MMA are exact (4 significant bits each); how the tensor core adds the 32 of
 // them, and so how close scratch is to their exact sum, is the hardware's and is not documented as
-// fp32-exact: the step's checks against cuBLAS fp32 C and the f64 reference measure it. (An unrecorded
-// development observation, on the H200: at 512³ and five ragged shapes from 1×1×32 to 257×255×4096,
-// relative Frobenius errors of at most 1.8e-7 against the f64 MX product (bound 9.8e-4) and at most
-// 2.2e-6 against the twin's own kernel (bound 2.0e-3); `cargo test --release --test sm80 --
-// the_sm80_fp8_alternative` prints them.)
+// fp32-exact: the step's checks against cuBLAS fp32 C and the f64 reference measure it. The GPU test
+// `cargo test --release --test sm80 -- the_sm80_fp8_alternative` prints both errors at six shapes.
 //
 // Where it runs: ptxas refuses fp8 `mma.sync` below sm_89. On sm_89 (Ada) and sm_120 it issues one
 // QMMA.16832 per MMA. Hopper's tensor cores take fp8 only through wgmma: for sm_90 ptxas converts the
