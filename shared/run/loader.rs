@@ -104,6 +104,35 @@ pub fn load_of(function: &CudaFunction) -> Option<LoadId> {
         .map(|o| o.load)
 }
 
+/// For each load whose latest launch ran another compilation (an sm80 twin's deeper ring, step 10's
+/// tile for the shape), that compilation.
+static RAN: Mutex<Vec<(LoadId, CudaFunction)>> = Mutex::new(Vec::new());
+
+/// Notes that a launch of `function` ran `ran`, another compilation its launch chose for the GPU or
+/// the shape (or `function` itself again). What a record made after the launches says of the kernel is
+/// read from the latest one ([`ran`]).
+pub fn note_ran(function: &CudaFunction, ran: &CudaFunction) {
+    let Some(load) = load_of(function) else {
+        return;
+    };
+    let mut all = RAN.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|(l, _)| *l != load);
+    if ran.cu_function() != function.cu_function() {
+        all.push((load, ran.clone()));
+    }
+}
+
+/// The compilation the latest launch of `function` ran: the one it noted ([`note_ran`]), or `function`
+/// itself. What a record says of a kernel (registers, shared memory, spills) is read from this.
+pub fn ran(function: &CudaFunction) -> CudaFunction {
+    let load = load_of(function);
+    RAN.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(l, _)| Some(*l) == load)
+        .map_or_else(|| function.clone(), |(_, ran)| ran.clone())
+}
+
 /// Whether `function` was compiled (by [`load_in`]) from exactly `file`'s source and defines: a
 /// launch that picks another compilation of its own file does so only for its own, not for a
 /// student's edited copy or an instrumented build it is handed instead.

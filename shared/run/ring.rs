@@ -4,13 +4,12 @@
 //! have more (an A100's 163 KiB, an H100's 227). How many stages fit is a property of the GPU, asked
 //! of the driver, not of the kernel. The deeper compilation is of whatever text the launch was handed
 //! (the step's file, or an exercise's edit of it), and a record reads what it says of the kernel from
-//! the compilation that ran ([`launched`]).
+//! the compilation that ran ([`loader::ran`]).
 
 use crate::error::{Error, Result};
-use crate::run::loader::{self, LoadId};
+use crate::run::loader;
 use crate::run::registry::KernelFile;
 use cudarc::driver::{CudaFunction, CudaStream};
-use std::sync::Mutex;
 
 /// The shared memory a block of this GPU may opt in to, in bytes.
 pub fn optin_smem(stream: &CudaStream) -> Result<u32> {
@@ -50,36 +49,10 @@ pub fn deeper(
         ..compiled
     };
     let function = loader::function_in(stream, &deeper)?;
-    note_launched(func, &function);
+    loader::note_ran(func, &function);
     Ok(Some(function))
 }
 // ANCHOR_END: deeper
-
-/// For each load that a launch deepened, the compilation it launched instead.
-static LAUNCHED: Mutex<Vec<(LoadId, CudaFunction)>> = Mutex::new(Vec::new());
-
-fn note_launched(func: &CudaFunction, ran: &CudaFunction) {
-    let Some(load) = loader::load_of(func) else {
-        return;
-    };
-    let mut launched = LAUNCHED.lock().unwrap_or_else(|e| e.into_inner());
-    if !launched.iter().any(|(l, _)| *l == load) {
-        launched.push((load, ran.clone()));
-    }
-}
-
-/// The compilation a launch of `func` actually ran: its deeper one, where a launch took it
-/// ([`deeper`]); `func` itself otherwise. What a record says of a kernel (registers, shared memory,
-/// spills, the ring's depth) is read from this, after the kernel was launched.
-pub fn launched(func: &CudaFunction) -> CudaFunction {
-    let load = loader::load_of(func);
-    LAUNCHED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|(l, _)| Some(*l) == load)
-        .map_or_else(|| func.clone(), |(_, ran)| ran.clone())
-}
 
 /// The value of define `name` in the compilation `func` is (`STAGES`: the ring's depth), if it was
 /// loaded by the crate's loader and has it. A launch sizes its shared memory by this, so that it holds

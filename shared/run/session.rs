@@ -43,7 +43,7 @@ pub struct LoadedKernel {
 }
 
 /// The compilation a loaded kernel's launches ran, and its resource figures: the kernel itself, or
-/// the deeper compilation its launch took ([`crate::run::ring::launched`]).
+/// the other compilation its launch took ([`crate::run::loader::ran`]).
 pub struct Ran {
     pub function: CudaFunction,
     pub file: KernelFile,
@@ -69,7 +69,7 @@ impl Ran {
 impl LoadedKernel {
     /// What its launches ran, read after they ran: a record describes that compilation.
     pub fn ran(&self) -> Ran {
-        let function = crate::run::ring::launched(&self.function);
+        let function = crate::run::loader::ran(&self.function);
         let file = crate::run::loader::file_of(&function).unwrap_or(*self.file);
         Ran::of(function, file)
     }

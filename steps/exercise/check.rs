@@ -279,7 +279,7 @@ fn run_check(ex: &Exercise, file: &KernelFile, source: &str, options: &CheckOpti
         if n == 0 {
             // Read from the compilation the launch ran: an sm80 twin's deeper ring where the GPU
             // holds it, compiled from the student's text.
-            let ran = session::Ran::of(gemm_ladder::run::ring::launched(&function), *file);
+            let ran = session::Ran::of(gemm_ladder::run::loader::ran(&function), *file);
             registers = ran.registers;
             println!(
                 "  compiled for {arch}: {} registers per thread, {} bytes of local memory per thread",

@@ -243,13 +243,14 @@ pub(super) fn launch_chosen(func: &CudaFunction, stream: &CudaStream, ops: &Gemm
     if !crate::run::loader::compiled_from(func, &KERNEL) {
         return launch_with(func, stream, ops, TILES[0], StreamK::Modelled);
     }
-    match chosen_plan(func, stream, ops)? {
-        (0, stream_k) => launch_with(func, stream, ops, TILES[0], stream_k),
-        (best, stream_k) => {
-            let f = crate::run::loader::function_in(stream, &TILE_KERNELS[best])?;
-            launch_with(&f, stream, ops, TILES[best], stream_k)
-        }
-    }
+    let (best, stream_k) = chosen_plan(func, stream, ops)?;
+    let ran = match best {
+        0 => func.clone(),
+        _ => crate::run::loader::function_in(stream, &TILE_KERNELS[best])?,
+    };
+    // A record made after these launches describes the shape's compilation, not the registered one.
+    crate::run::loader::note_ran(func, &ran);
+    launch_with(&ran, stream, ops, TILES[best], stream_k)
 }
 
 /// One tile shape, always (the alternatives).
