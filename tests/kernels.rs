@@ -29,6 +29,11 @@ const MAY_SPILL: &[(&str, u32, &str)] = &[
         "step 11's sm80 twin: 128 accumulators, one k16 slice's converted B and the MX block's 16 factors fill the 255 registers of a block of 256 threads; loop-invariant scalars of the copies and the epilogue are spilled (sm_80: 136 bytes stored and loaded), about one reload a K tile in the main loop",
     ),
     (
+        "steps/step10_persistent/sm80.cu",
+        96,
+        "step 10's sm80 twin: 128 accumulators, the next slice's fragments (held across K tiles and tiles, CUTLASS's double buffer) and the two walks of the work list fill the 255 registers of a block of 256 threads; a few loop-invariant scalars are spilled outside the main loop (sm_80: 16 bytes, sm_90: 48, sm_120: 96; the 99 KiB build only on sm_120). The spill-free build measured, edff5c7's loop without the fragment double buffer, ran at 0.58 of the ldmatrix-fed ceiling against this loop's 0.78 (H100, 4096³, development runs)",
+    ),
+    (
         "steps/step10_persistent/sm90.cu",
         320,
         "step 10: 128 accumulators and a held half tile leave a consumer few of its 232 registers, and the producer has 40; a few loop-invariant scalars are spilled outside the main loop. The spill-free builds measured (chapter 10b) made the producer's K-tile count signed and needed 2.5 % more cycles at 4096³",

@@ -73,32 +73,24 @@ static_assert(BK / 16 % 2 == 0, "slices alternate between two sets of fragments,
 // lands where the swizzle puts it. Pieces past the edge of the matrix arrive as zeros, as in step 04.
 // A thread's pieces are chunk tid % 8 of rows tid / 8 + 32i: the same row % 8, so the same swizzle;
 // their places are one address plus multiples of 32 rows, their sources one pointer plus multiples of
-// 32 rows of the matrix. What is the same in every K tile of a block's tile is worked out once
-// (`TileCopy`), so a K tile costs a few instructions a piece.
+// 32 rows of the matrix, and piece i is inside while 32i is short of the rows left below the first:
+// a few instructions a piece.
 template <int ROWS>
-struct TileCopy {
-    static constexpr int ROWS_PER_PASS = THREADS / 8;
-    const bf16* first;  // this thread's first piece at k = 0
-    u32 rows_inside;    // bit i: piece i's row is inside the matrix
-    __device__ __forceinline__ TileCopy(const bf16* matrix, int rows, int K, int row0, int tid) : rows_inside(0) {
-        first = matrix + (i64)(row0 + tid / 8) * K + 8 * (tid % 8);
-        #pragma unroll
-        for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
-            if (row0 + tid / 8 + i * ROWS_PER_PASS < rows) rows_inside |= 1u << i;
-        }
+__device__ __forceinline__ void load_tile(u32 tile, const bf16* __restrict__ matrix, int rows, int K, int row0,
+                                          int k0, int tid) {
+    constexpr int ROWS_PER_PASS = THREADS / 8;
+    const int row = row0 + tid / 8, chunk = tid % 8;
+    const u32 dst = tile + swizzle_128b_offset(tid / 8, chunk);
+    const int k = k0 + 8 * chunk;
+    const int rows_left = k < K ? rows - row : 0;
+    const bf16* src = matrix + (i64)row * K + k;
+    #pragma unroll
+    for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
+        const bool inside = i * ROWS_PER_PASS < rows_left;
+        cp_async_16(dst + i * ROWS_PER_PASS * ROW_BYTES, inside ? src : matrix, inside);
+        src += (i64)ROWS_PER_PASS * K;
     }
-    __device__ __forceinline__ void operator()(u32 tile, const bf16* matrix, int K, int k0, int tid) const {
-        const bool k_inside = k0 + 8 * (tid % 8) < K;
-        const u32 dst = tile + swizzle_128b_offset(tid / 8, tid % 8);
-        const bf16* src = first + k0;
-        #pragma unroll
-        for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
-            const bool inside = k_inside && (rows_inside >> i & 1);
-            cp_async_16(dst + i * ROWS_PER_PASS * ROW_BYTES, inside ? src : matrix, inside);
-            src += (i64)ROWS_PER_PASS * K;
-        }
-    }
-};
+}
 // ANCHOR_END: load
 
 // ANCHOR: fragments
@@ -167,12 +159,10 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const 
     const int k_tiles = (K + BK - 1) / BK;
     // ANCHOR: ring
     // Stage t % STAGES holds K tile t: its A tile, then its B tile.
-    const TileCopy<BM> load_a(A, M, K, m0, tid);
-    const TileCopy<BN> load_b(B, N, K, n0, tid);
     auto load_stage = [&](int t) {
         const u32 a_tile = ring + (t % STAGES) * STAGE_BYTES;
-        load_a(a_tile, A, K, t * BK, tid);
-        load_b(a_tile + A_TILE_BYTES, B, K, t * BK, tid);
+        load_tile<BM>(a_tile, A, M, K, m0, t * BK, tid);
+        load_tile<BN>(a_tile + A_TILE_BYTES, B, N, K, n0, t * BK, tid);
     };
     // The prologue: the first STAGES - 1 tiles in flight, one group of copies each. Once tile 0 has
     // landed, the first slice's fragments are read before the loop.

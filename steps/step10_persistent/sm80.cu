@@ -78,32 +78,24 @@ static_assert(BK / 16 % 2 == 0, "slices alternate between two sets of fragments,
 // lands where the swizzle puts it. Pieces past the edge of the matrix arrive as zeros, as in step 04.
 // A thread's pieces are chunk tid % 8 of rows tid / 8 + 32i: the same row % 8, so the same swizzle;
 // their places are one address plus multiples of 32 rows, their sources one pointer plus multiples of
-// 32 rows of the matrix. What is the same in every K tile of a block's tile is worked out once
-// (`TileCopy`), so a K tile costs a few instructions a piece.
+// 32 rows of the matrix, and piece i is inside while 32i is short of the rows left below the first:
+// a few instructions a piece.
 template <int ROWS>
-struct TileCopy {
-    static constexpr int ROWS_PER_PASS = THREADS / 8;
-    const bf16* first;  // this thread's first piece at k = 0
-    u32 rows_inside;    // bit i: piece i's row is inside the matrix
-    __device__ __forceinline__ TileCopy(const bf16* matrix, int rows, int K, int row0, int tid) : rows_inside(0) {
-        first = matrix + (i64)(row0 + tid / 8) * K + 8 * (tid % 8);
-        #pragma unroll
-        for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
-            if (row0 + tid / 8 + i * ROWS_PER_PASS < rows) rows_inside |= 1u << i;
-        }
+__device__ __forceinline__ void load_tile(u32 tile, const bf16* __restrict__ matrix, int rows, int K, int row0,
+                                          int k0, int tid) {
+    constexpr int ROWS_PER_PASS = THREADS / 8;
+    const int row = row0 + tid / 8, chunk = tid % 8;
+    const u32 dst = tile + swizzle_128b_offset(tid / 8, chunk);
+    const int k = k0 + 8 * chunk;
+    const int rows_left = k < K ? rows - row : 0;
+    const bf16* src = matrix + (i64)row * K + k;
+    #pragma unroll
+    for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
+        const bool inside = i * ROWS_PER_PASS < rows_left;
+        cp_async_16(dst + i * ROWS_PER_PASS * ROW_BYTES, inside ? src : matrix, inside);
+        src += (i64)ROWS_PER_PASS * K;
     }
-    __device__ __forceinline__ void operator()(u32 tile, const bf16* matrix, int K, int k0, int tid) const {
-        const bool k_inside = k0 + 8 * (tid % 8) < K;
-        const u32 dst = tile + swizzle_128b_offset(tid / 8, tid % 8);
-        const bf16* src = first + k0;
-        #pragma unroll
-        for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
-            const bool inside = k_inside && (rows_inside >> i & 1);
-            cp_async_16(dst + i * ROWS_PER_PASS * ROW_BYTES, inside ? src : matrix, inside);
-            src += (i64)ROWS_PER_PASS * K;
-        }
-    }
-};
+}
 // ANCHOR_END: load
 
 // Step 10's schedule, as the Hopper twin has it (sm90.cu), where a cluster is here one block.
@@ -251,29 +243,31 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
     // one group, so the count of groups in flight means the same in every iteration of every tile.
     // K tile `copied` of the block's work goes to stage copied % STAGES.
     LoadCursor loads(schedule, block);
-    int origin_of = -1;  // the tile the copies are in; its copies are aimed when the cursor enters it
-    TileCopy<BM> load_a(A, M, K, 0, tid);
-    TileCopy<BN> load_b(B, N, K, 0, tid);
-    auto load_next = [&](u32 copied) {
+    int origin_of = -1, load_m0 = 0, load_n0 = 0;  // the tile the copies are in, and its origin
+    // Steps the cursor to the next K tile to copy, into stage `copied` % STAGES; `copy` issues it.
+    struct Copy {
+        u32 a_tile;
+        int m0, n0, k0;
+    };
+    auto next_copy = [&](u32 copied) {
         int tile, t;
         const bool more = loads.next(tile, t);
-        // The tile's origin and its copies' sources only when the cursor enters a new one (its
-        // divisions would otherwise cost every K tile).
+        // The tile's origin only when the cursor enters a new one (its divisions would otherwise
+        // cost every K tile).
         if (more && tile != origin_of) {
-            int m0, n0;
-            origin(tile, m0, n0);
-            load_a = TileCopy<BM>(A, M, K, m0, tid);
-            load_b = TileCopy<BN>(B, N, K, n0, tid);
+            origin(tile, load_m0, load_n0);
             origin_of = tile;
         }
         // Past the end of the block's work the copies are of column K: zeros into a free slot, so
-        // the copies need no branch of their own and mix with the MMAs.
-        const int k0 = more ? t * BK : K;
-        const u32 a_tile = ring + (copied % STAGES) * STAGE_BYTES;
-        load_a(a_tile, A, K, k0, tid);
-        load_b(a_tile + A_TILE_BYTES, B, K, k0, tid);
+        // that the copies need no branch of their own and mix with the MMAs.
+        return Copy{ring + (copied % STAGES) * STAGE_BYTES, load_m0, load_n0, more ? t * BK : K};
+    };
+    auto copy = [&](const Copy& c) {
+        load_tile<BM>(c.a_tile, A, M, K, c.m0, c.k0, tid);
+        load_tile<BN>(c.a_tile + A_TILE_BYTES, B, N, K, c.n0, c.k0, tid);
         cp_async_commit();
     };
+    auto load_next = [&](u32 copied) { copy(next_copy(copied)); };
     for (int p = 0; p < STAGES - 1; ++p) load_next(p);
     // ANCHOR_END: loads
 
@@ -325,7 +319,7 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
             // Step 08's ring, across tiles: the copies of K tile it + STAGES − 1 of the block's work go
             // into the slot of K tile it − 1, which every warp finished reading before the barrier of
             // the previous K tile; after a tile's last K tile, the fragments read are the next tile's.
-            load_next(it + STAGES - 1);
+            const Copy next = next_copy(it + STAGES - 1);
             const u32 a_tile = ring + (it % STAGES) * STAGE_BYTES;
             #pragma unroll
             for (int s = 0; s < BK / 16; ++s) {
@@ -337,6 +331,8 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
                 load_fragments(fragments[(s + 1) % 2], last ? ring + ((it + 1) % STAGES) * STAGE_BYTES : a_tile,
                                last ? 0 : s + 1);
                 multiply(fragments[s % 2]);
+                // The copies after the first slice's MMAs are queued, so that they mix with them.
+                if (s == 0) copy(next);
             }
         }
         // ANCHOR_END: ring
