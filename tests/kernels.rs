@@ -34,6 +34,11 @@ const MAY_SPILL: &[(&str, u32, &str)] = &[
         "step 11's sm80 design (a): the sm80 twin's 128 accumulators beside a block's A fragments, its 16 fp32 factors and each MMA's fresh partial sums fill the 255 registers; loop-invariant scalars of the schedule and the copies are spilled outside the MMAs (ptxas 13: 112 bytes stored and loaded at most on sm_89, 132 in the three-stage build on sm_90)",
     ),
     (
+        "steps/step10_persistent/sm80.cu",
+        136,
+        "step 10's sm80 twin: 128 accumulators, the next slice's fragments (held across K tiles and tiles, CUTLASS's double buffer) and the two walks of the work list fill the 255 registers of a block of 256 threads; a few loop-invariant scalars are spilled outside the main loop (as ptxas 13 counts them: 120 bytes for sm_90's three-stage build, 136 for sm_120's two-stage one). The spill-free build measured, edff5c7's loop without the fragment double buffer, ran at 0.58 of the ldmatrix-fed ceiling against this loop's 0.78 (H100, 4096³, development runs)",
+    ),
+    (
         "steps/step10_persistent/sm90.cu",
         320,
         "step 10: 128 accumulators and a held half tile leave a consumer few of its 232 registers, and the producer has 40; a few loop-invariant scalars are spilled outside the main loop. The spill-free builds measured (chapter 10b) made the producer's K-tile count signed and needed 2.5 % more cycles at 4096³",

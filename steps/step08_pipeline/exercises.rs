@@ -104,10 +104,10 @@ pub const EXERCISES: &[Exercise] = &[
             find: "        if (t + STAGES - 1 < k_tiles) load_stage(t + STAGES - 1);\n",
             replace: "        if (t + STAGES < k_tiles) load_stage(t + STAGES);\n",
         }],
-        answer: Some("The prologue puts tiles 0 .. STAGES − 2 in flight, so iteration t refills with tile t + STAGES − 1, into slot (t − 1) % STAGES: the slot of tile t − 1, which every warp finished reading before the barrier at the top of iteration t. Tile t + STAGES lands in slot t % STAGES, the one being multiplied in this iteration, and tile t + STAGES − 1 is never fetched."),
+        answer: Some("The prologue puts tiles 0 .. STAGES − 2 in flight, so iteration t refills with tile t + STAGES − 1, into slot (t − 1) % STAGES: the slot of tile t − 1, which every warp finished reading before the barrier of iteration t − 1 (its last slice's fragments were in registers by then). Tile t + STAGES lands in slot t % STAGES, the one being multiplied in this iteration, and tile t + STAGES − 1 is never fetched."),
         hints: &[
-            "The prologue commits STAGES − 1 groups: tiles 0 .. STAGES − 2. After the barrier of iteration t, which tiles are in the ring, and which slot is free?",
-            "Tile u goes to slot u % STAGES. The slot free after iteration t's barrier held tile t − 1: which tile number maps to it?",
+            "The prologue commits STAGES − 1 groups: tiles 0 .. STAGES − 2. When iteration t starts, past the barrier of iteration t − 1, which tiles are in the ring, and which slot is free?",
+            "Tile u goes to slot u % STAGES. The slot free when iteration t starts held tile t − 1: which tile number maps to it?",
             "if (t + STAGES - 1 < k_tiles) load_stage(t + STAGES - 1); tile t + STAGES overwrites tile t, the one being read.",
         ],
         prediction: None,
@@ -128,7 +128,7 @@ pub const EXERCISES: &[Exercise] = &[
                 "        const u32 a_tile = ring + (____) * STAGE_BYTES;\n",
             ),
         }],
-        answer: Some("Slot t % STAGES, the slot the MMAs read tile t from. Iteration t copies tile t + STAGES − 1 into slot (t − 1) % STAGES, that of tile t − 1; the copy is issued after the barrier at the top of iteration t, which every warp reaches only once it has finished tile t − 1's MMAs. The block barrier is the ring's empty barrier."),
+        answer: Some("Slot t % STAGES, the slot the MMAs read tile t from. Iteration t copies tile t + STAGES − 1 into slot (t − 1) % STAGES, that of tile t − 1; the copy is issued after the barrier of iteration t − 1, which every warp reaches only once it has read all of tile t − 1's fragments into registers. The block barrier is the ring's empty barrier."),
         hints: &[
             "The `____` is a compile error until you write it. The MMAs of iteration t read `ring + (t % STAGES) * STAGE_BYTES`.",
             "The ring has STAGES slots and tile numbers grow without end; the same slot comes round every STAGES tiles.",
@@ -156,14 +156,14 @@ pub const EXERCISES: &[Exercise] = &[
         }],
         answer: None,
         hints: &[
-            "With S stages the copies of K tile t + S − 1 are issued after the barrier of iteration t: they have S − 1 K tiles of MMAs to land in.",
+            "With S stages the copies of K tile t + S − 1 are issued as iteration t starts, and must have landed by the barrier before the last slice of iteration t + S − 2: 4(S − 1) − 1 slices of MMAs to land in.",
             "One K tile of a block is 2·256·128·64 = 4.2 Mflop; the chapter's table gives the twin's rate, hence the MMA time per tile. A cp.async from L2 takes hundreds of clocks before its first bytes land, and 48 KiB at the SM's share of L2's bandwidth some more.",
-            "On a 99 KiB part (RTX 30/40/50, L4) the step itself has two stages: expect exactly 1×. On a GPU that holds three, the copies get one tile of lead instead of two: slower only if one tile of MMAs is not enough time for a tile's copies to land.",
+            "On a 99 KiB part (RTX 30/40/50, L4) the step itself has two stages: expect exactly 1×. On a GPU that holds three, the copies get three slices of lead instead of seven: slower if three slices of MMAs are not enough time for a tile's copies to land.",
         ],
         prediction: Some(Prediction {
             question: "How many times step 08's own time does the two-stage ring take at 4096³ (`exercise check 08.6 --size 4096`)?",
             unit: "× the step's time",
-            chapter_answer: "Exactly 1× on a 99 KiB part, whose step has two stages too. Where the step has three (A100, H100, H200) above 1×, by the part of each K tile's copies the third stage hid: with two stages the copies of tile t + 1 are issued as the MMAs of tile t start and have one tile of MMA time (4.2 Mflop a block) to land, with three they have two. But the H200's twin is little latency-bound (part 1 found 3 or 4 stages changed little there), and one tile of lead is enough: about 1× there too, within the loop's noise. Expect a visible fraction only where a tile's copies take longer than its MMAs, a GPU whose L2 is farther in clocks.",
+            chapter_answer: "Exactly 1× on a 99 KiB part, whose step has two stages too. Where the step has three (A100, H100, H200) above 1×, by the part of each K tile's copies the third stage hid: with two stages the copies of tile t + 1 are issued as iteration t starts and must have landed by the barrier before its last slice, three slices of MMA time (3.1 Mflop a block), against seven slices with three stages. Three slices are about a thousand clocks of MMAs on an H100 or H200 (1.05 Mflop a slice a block), not far above what a tile's 48 KiB take to come from L2 while every SM copies at once: expect a visible fraction above 1× on the H100 and H200 too, more on a GPU whose L2 is farther in clocks.",
         }),
     },
 ];

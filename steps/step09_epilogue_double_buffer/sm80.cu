@@ -65,25 +65,41 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp computes whole 16×16 pairs 
 static_assert(BK * 2 == ROW_BYTES, "the 128-byte swizzle works on rows of 128 bytes: BK = 64");
 static_assert(A_PIECES % THREADS == 0 && B_PIECES % THREADS == 0, "every thread copies the same count");
 static_assert(STAGES >= 2, "a ring has a stage being filled and a stage being read");
+static_assert(BK / 16 % 2 == 0, "slices alternate between two sets of fragments, and a K tile's first is in the first set");
 
 // ANCHOR: load
 // Copies the K tile that starts at k0 as ROWS rows of 128 bytes, swizzled. Piece p is chunk p % 8 of
 // row p / 8: eight consecutive threads copy one whole row, a warp four whole 128-byte lines. Each piece
 // lands where the swizzle puts it. Pieces past the edge of the matrix arrive as zeros, as in step 04.
+// A thread's pieces are chunk tid % 8 of rows tid / 8 + 32i: the same row % 8, so the same swizzle;
+// their places are one address plus multiples of 32 rows, their sources one pointer plus multiples of
+// 32 rows of the matrix, and piece i is inside while 32i is short of the rows left below the first:
+// a few instructions a piece.
 template <int ROWS>
 __device__ __forceinline__ void load_tile(u32 tile, const bf16* __restrict__ matrix, int rows, int K, int row0,
                                           int k0, int tid) {
+    constexpr int ROWS_PER_PASS = THREADS / 8;
+    const int row = row0 + tid / 8, chunk = tid % 8;
+    const u32 dst = tile + swizzle_128b_offset(tid / 8, chunk);
+    const int k = k0 + 8 * chunk;
+    const int rows_left = k < K ? rows - row : 0;
+    const bf16* src = matrix + (i64)row * K + k;
     #pragma unroll
-    for (int i = 0; i < ROWS * BK / 8 / THREADS; ++i) {
-        const int piece = tid + i * THREADS;
-        const int row = piece / 8, chunk = piece % 8;
-        const int global_row = row0 + row, k = k0 + 8 * chunk;
-        const bool inside = global_row < rows && k < K;
-        const bf16* src = inside ? matrix + (i64)global_row * K + k : matrix;
-        cp_async_16(tile + swizzle_128b_offset(row, chunk), src, inside);
+    for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
+        const bool inside = i * ROWS_PER_PASS < rows_left;
+        cp_async_16(dst + i * ROWS_PER_PASS * ROW_BYTES, inside ? src : matrix, inside);
+        src += (i64)ROWS_PER_PASS * K;
     }
 }
 // ANCHOR_END: load
+
+// ANCHOR: fragments
+// One k16 slice's operands of a warp's 64×64: its four row tiles of A and eight column tiles of B.
+struct Fragments {
+    u32 a[M_TILES][4];
+    u32 b[N_TILES / 2][4];
+};
+// ANCHOR_END: fragments
 
 // ANCHOR: kernel
 // __launch_bounds__(256, BLOCKS_PER_SM): one block of eight warps per SM. Its 96 KiB would let two fit
@@ -123,6 +139,23 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const 
             #pragma unroll
             for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
 
+    // ANCHOR: slice
+    // Slice s of a K tile (chunks 2s and 2s + 1 of every row) into registers, and its 32 MMAs.
+    auto load_fragments = [&](Fragments& f, u32 a_tile, int s) {
+        #pragma unroll
+        for (int i = 0; i < M_TILES; ++i) ldmatrix_x4(f.a[i], a_lane(a_tile, i, s));
+        #pragma unroll
+        for (int j = 0; j < N_TILES / 2; ++j) ldmatrix_x4(f.b[j], b_lane(a_tile + A_TILE_BYTES, j, s));
+    };
+    auto multiply = [&](const Fragments& f) {
+        #pragma unroll
+        for (int i = 0; i < M_TILES; ++i)
+            #pragma unroll
+            for (int j = 0; j < N_TILES; ++j)
+                mma_bf16_16816(acc[i][j], f.a[i], f.b[j / 2][2 * (j % 2)], f.b[j / 2][2 * (j % 2) + 1]);
+    };
+    // ANCHOR_END: slice
+
     const int k_tiles = (K + BK - 1) / BK;
     // ANCHOR: ring
     // Stage t % STAGES holds K tile t: its A tile, then its B tile.
@@ -131,48 +164,43 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(const 
         load_tile<BM>(a_tile, A, M, K, m0, t * BK, tid);
         load_tile<BN>(a_tile + A_TILE_BYTES, B, N, K, n0, t * BK, tid);
     };
-    // The prologue: the first STAGES - 1 tiles in flight, one group of copies each.
+    // The prologue: the first STAGES - 1 tiles in flight, one group of copies each. Once tile 0 has
+    // landed, the first slice's fragments are read before the loop.
     for (int p = 0; p < STAGES - 1; ++p) {
         if (p < k_tiles) load_stage(p);
         cp_async_commit();
     }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    Fragments fragments[2];  // slice s is multiplied from fragments[s % 2] while slice s + 1 is read
+    load_fragments(fragments[0], ring, 0);
     for (int t = 0; t < k_tiles; ++t) {
-        // At most STAGES - 2 groups still in flight: this thread's copies of tile t have landed. The
-        // barrier makes everyone's visible, and tells that every warp is done with tile t - 1, whose
-        // stage the next copies reuse.
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        // Tile t + STAGES - 1 flies while tile t is multiplied. A group is committed even when no tile
-        // is left, so that the count of groups in flight means the same in every iteration.
+        // Tile t + STAGES - 1 flies while tile t is multiplied, into the slot of tile t - 1, which every
+        // warp finished reading before the barrier of iteration t - 1. A group is committed even when
+        // no tile is left, so that the count of groups in flight means the same in every iteration.
         if (t + STAGES - 1 < k_tiles) load_stage(t + STAGES - 1);
         cp_async_commit();
         const u32 a_tile = ring + (t % STAGES) * STAGE_BYTES;
-        const u32 b_tile = a_tile + A_TILE_BYTES;
-        // ANCHOR_END: ring
-
-        // ANCHOR: mma
         #pragma unroll
         for (int s = 0; s < BK / 16; ++s) {
-            // Slice s is chunks 2s and 2s + 1 of every row.
-            u32 a[M_TILES][4], b[N_TILES / 2][4];
-            #pragma unroll
-            for (int i = 0; i < M_TILES; ++i) {
-                ldmatrix_x4(a[i], a_lane(a_tile, i, s));
+            if (s == BK / 16 - 1) {
+                // The last slice's fragments are in registers, so every warp is done reading tile t.
+                // At most STAGES - 2 groups still in flight: this thread's copies of tile t + 1 have
+                // landed. The barrier makes everyone's visible, and frees tile t's slot for the copies
+                // of iteration t + 1.
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
             }
-            #pragma unroll
-            for (int j = 0; j < N_TILES / 2; ++j) {
-                ldmatrix_x4(b[j], b_lane(b_tile, j, s));
-            }
-            #pragma unroll
-            for (int i = 0; i < M_TILES; ++i) {
-                #pragma unroll
-                for (int j = 0; j < N_TILES; ++j) {
-                    mma_bf16_16816(acc[i][j], a[i], b[j / 2][2 * (j % 2)], b[j / 2][2 * (j % 2) + 1]);
-                }
-            }
+            // The next slice's fragments are read while this slice's MMAs run: after the last slice,
+            // the first of tile t + 1 (past the last K tile, a slot nobody writes, read for nothing).
+            const bool last = s == BK / 16 - 1;
+            load_fragments(fragments[(s + 1) % 2], last ? ring + ((t + 1) % STAGES) * STAGE_BYTES : a_tile,
+                           last ? 0 : s + 1);
+            multiply(fragments[s % 2]);
         }
-        // ANCHOR_END: mma
+        // ANCHOR_END: ring
     }
+
     // ANCHOR: epilogue
     const MmaFragment frag(lane);
     // Every copy has landed (the last groups were empty): nothing writes the ring any more.

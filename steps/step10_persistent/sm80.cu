@@ -71,25 +71,30 @@ static_assert(WM % 16 == 0 && WN % 16 == 0, "a warp computes whole 16×16 pairs 
 static_assert(BK * 2 == ROW_BYTES, "the 128-byte swizzle works on rows of 128 bytes: BK = 64");
 static_assert(A_PIECES % THREADS == 0 && B_PIECES % THREADS == 0, "every thread copies the same count");
 static_assert(STAGES >= 2, "a ring has a stage being filled and a stage being read");
+static_assert(BK / 16 % 2 == 0, "slices alternate between two sets of fragments, and a K tile's first is in the first set");
 
 // ANCHOR: load
-// Step 09's copy, its arithmetic hoisted by hand: a thread's pieces are chunk tid % 8 of rows tid / 8
-// + 32i, which all have the same row % 8, so the same swizzle; their shared-memory places are one
-// address plus multiples of 32 rows, their sources one pointer plus multiples of 32 rows of the
-// matrix. Step 09 got this from the compiler, which kept each piece's address in a register across the
-// loop; here the tile changes from one K tile to the next, and there are no registers to keep them.
+// Copies the K tile that starts at k0 as ROWS rows of 128 bytes, swizzled. Piece p is chunk p % 8 of
+// row p / 8: eight consecutive threads copy one whole row, a warp four whole 128-byte lines. Each piece
+// lands where the swizzle puts it. Pieces past the edge of the matrix arrive as zeros, as in step 04.
+// A thread's pieces are chunk tid % 8 of rows tid / 8 + 32i: the same row % 8, so the same swizzle;
+// their places are one address plus multiples of 32 rows, their sources one pointer plus multiples of
+// 32 rows of the matrix, and piece i is inside while 32i is short of the rows left below the first:
+// a few instructions a piece.
 template <int ROWS>
 __device__ __forceinline__ void load_tile(u32 tile, const bf16* __restrict__ matrix, int rows, int K, int row0,
                                           int k0, int tid) {
     constexpr int ROWS_PER_PASS = THREADS / 8;
-    const int row = tid / 8, chunk = tid % 8;
-    const u32 dst = tile + swizzle_128b_offset(row, chunk);
+    const int row = row0 + tid / 8, chunk = tid % 8;
+    const u32 dst = tile + swizzle_128b_offset(tid / 8, chunk);
     const int k = k0 + 8 * chunk;
-    const bf16* src = matrix + (i64)(row0 + row) * K + k;
+    const int rows_left = k < K ? rows - row : 0;
+    const bf16* src = matrix + (i64)row * K + k;
     #pragma unroll
     for (int i = 0; i < ROWS / ROWS_PER_PASS; ++i) {
-        const bool inside = row0 + row + i * ROWS_PER_PASS < rows && k < K;
-        cp_async_16(dst + i * ROWS_PER_PASS * ROW_BYTES, inside ? src + (i64)i * ROWS_PER_PASS * K : matrix, inside);
+        const bool inside = i * ROWS_PER_PASS < rows_left;
+        cp_async_16(dst + i * ROWS_PER_PASS * ROW_BYTES, inside ? src : matrix, inside);
+        src += (i64)ROWS_PER_PASS * K;
     }
 }
 // ANCHOR_END: load
@@ -147,6 +152,14 @@ struct LoadCursor {
 };
 // ANCHOR_END: cursor
 
+// ANCHOR: fragments
+// One k16 slice's operands of a warp's 64×64: its four row tiles of A and eight column tiles of B.
+struct Fragments {
+    u32 a[M_TILES][4];
+    u32 b[N_TILES / 2][4];
+};
+// ANCHOR_END: fragments
+
 // ANCHOR: kernel
 // __launch_bounds__(256, BLOCKS_PER_SM): one block of eight warps per SM, as in steps 07–09.
 extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
@@ -187,22 +200,30 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
     // K tile `copied` of the block's work goes to stage copied % STAGES.
     LoadCursor loads(schedule, block);
     int origin_of = -1, load_m0 = 0, load_n0 = 0;  // the tile the copies are in, and its origin
-    auto load_next = [&](u32 copied) {
+    // Steps the cursor to the next K tile to copy, into stage `copied` % STAGES; `copy` issues it.
+    struct Copy {
+        u32 a_tile;
+        int m0, n0, k0;
+    };
+    auto next_copy = [&](u32 copied) {
         int tile, t;
-        if (loads.next(tile, t)) {
-            // The tile's origin only when the cursor enters a new one (its divisions would otherwise
-            // cost every K tile).
-            if (tile != origin_of) {
-                origin(tile, load_m0, load_n0);
-                origin_of = tile;
-            }
-            const int m0 = load_m0, n0 = load_n0;
-            const u32 a_tile = ring + (copied % STAGES) * STAGE_BYTES;
-            load_tile<BM>(a_tile, A, M, K, m0, t * BK, tid);
-            load_tile<BN>(a_tile + A_TILE_BYTES, B, N, K, n0, t * BK, tid);
+        const bool more = loads.next(tile, t);
+        // The tile's origin only when the cursor enters a new one (its divisions would otherwise
+        // cost every K tile).
+        if (more && tile != origin_of) {
+            origin(tile, load_m0, load_n0);
+            origin_of = tile;
         }
+        // Past the end of the block's work the copies are of column K: zeros into a free slot, so
+        // that the copies need no branch of their own and mix with the MMAs.
+        return Copy{ring + (copied % STAGES) * STAGE_BYTES, load_m0, load_n0, more ? t * BK : K};
+    };
+    auto copy = [&](const Copy& c) {
+        load_tile<BM>(c.a_tile, A, M, K, c.m0, c.k0, tid);
+        load_tile<BN>(c.a_tile + A_TILE_BYTES, B, N, K, c.n0, c.k0, tid);
         cp_async_commit();
     };
+    auto load_next = [&](u32 copied) { copy(next_copy(copied)); };
     for (int p = 0; p < STAGES - 1; ++p) load_next(p);
     // ANCHOR_END: loads
 
@@ -214,6 +235,28 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
     // ANCHOR_END: partials
 
     float acc[M_TILES][N_TILES][4];
+    // ANCHOR: slice
+    // Slice s of a K tile (chunks 2s and 2s + 1 of every row) into registers, and its 32 MMAs.
+    auto load_fragments = [&](Fragments& f, u32 a_tile, int s) {
+        #pragma unroll
+        for (int i = 0; i < M_TILES; ++i) ldmatrix_x4(f.a[i], a_lane(a_tile, i, s));
+        #pragma unroll
+        for (int j = 0; j < N_TILES / 2; ++j) ldmatrix_x4(f.b[j], b_lane(a_tile + A_TILE_BYTES, j, s));
+    };
+    auto multiply = [&](const Fragments& f) {
+        #pragma unroll
+        for (int i = 0; i < M_TILES; ++i)
+            #pragma unroll
+            for (int j = 0; j < N_TILES; ++j)
+                mma_bf16_16816(acc[i][j], f.a[i], f.b[j / 2][2 * (j % 2)], f.b[j / 2][2 * (j % 2) + 1]);
+    };
+    // ANCHOR_END: slice
+    // The first K tile of the block's work has landed: its first slice's fragments are read before
+    // the loop.
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    Fragments fragments[2];  // slice s is multiplied from fragments[s % 2] while slice s + 1 is read
+    load_fragments(fragments[0], ring, 0);
     u32 it = 0;  // K tiles computed so far, across tiles: tile `it` of the ring is in stage it % STAGES
     WorkList work(schedule, block);
     Work w;
@@ -229,28 +272,26 @@ extern "C" __global__ __launch_bounds__(THREADS, BLOCKS_PER_SM) void gemm(
 
         // ANCHOR: ring
         for (int t = w.k_begin; t < w.k_end; ++t, ++it) {
-            // Step 08's ring: this thread's copies of K tile `it` have landed; the barrier makes
-            // everyone's visible and frees the stage of K tile it − 1 for the next copies.
-            cp_async_wait<STAGES - 2>();
-            __syncthreads();
-            load_next(it + STAGES - 1);
+            // Step 08's ring, across tiles: the copies of K tile it + STAGES − 1 of the block's work go
+            // into the slot of K tile it − 1, which every warp finished reading before the barrier of
+            // the previous K tile; after a tile's last K tile, the fragments read are the next tile's.
+            const Copy next = next_copy(it + STAGES - 1);
             const u32 a_tile = ring + (it % STAGES) * STAGE_BYTES;
-            const u32 b_tile = a_tile + A_TILE_BYTES;
-            // ANCHOR_END: ring
             #pragma unroll
             for (int s = 0; s < BK / 16; ++s) {
-                u32 a[M_TILES][4], b[N_TILES / 2][4];
-                #pragma unroll
-                for (int i = 0; i < M_TILES; ++i) ldmatrix_x4(a[i], a_lane(a_tile, i, s));
-                #pragma unroll
-                for (int j = 0; j < N_TILES / 2; ++j) ldmatrix_x4(b[j], b_lane(b_tile, j, s));
-                #pragma unroll
-                for (int i = 0; i < M_TILES; ++i)
-                    #pragma unroll
-                    for (int j = 0; j < N_TILES; ++j)
-                        mma_bf16_16816(acc[i][j], a[i], b[j / 2][2 * (j % 2)], b[j / 2][2 * (j % 2) + 1]);
+                if (s == BK / 16 - 1) {
+                    cp_async_wait<STAGES - 2>();
+                    __syncthreads();
+                }
+                const bool last = s == BK / 16 - 1;
+                load_fragments(fragments[(s + 1) % 2], last ? ring + ((it + 1) % STAGES) * STAGE_BYTES : a_tile,
+                               last ? 0 : s + 1);
+                multiply(fragments[s % 2]);
+                // The copies after the first slice's MMAs are queued, so that they mix with them.
+                if (s == 0) copy(next);
             }
         }
+        // ANCHOR_END: ring
 
         // ANCHOR: fixup
         if (w.k_begin > 0) {
