@@ -11,7 +11,9 @@
 //! | `{{#ladder-figure}}`       | an image of `figures/ladder-<gpu>.svg` per results file          |
 //! | `{{#ladder-sweep-figure}}` | an image of `figures/sweep-<gpu>.svg` per file with sweep records|
 //! | `{{#ladder-sweep-table}}`  | one row per sweep record (`stepNN --sweep`), then the devices    |
+//! | `{{#ladder-sweep-table sm80}}` | the same for the sm80 twins' sweeps (`step10 --twin sm80 --sweep`) |
 //! | `{{#ladder-plans stepNN}}` | per sweep shape: what the launch chose, and the fastest alternative |
+//! | `{{#ladder-plans step10 sm80}}` | the same for the sm80 twin's sweep |
 //! | `{{#ladder-sweep-compare step10 A B}}` | inline: the swept ratio at shape A against B, and whether lower |
 //! | `{{#ladder-choice step10}}` | inline: the random sweep (`--sweep random`) in words: the choice against the fastest plan, the worst case, the geometric mean |
 //! | `{{#ladder-choice-figure}}` | an image of `figures/choice-<gpu>.svg` per file with a random sweep |
@@ -25,7 +27,7 @@
 //!
 //! Every directive reads the records of one family of kernels: without `sm80`, the GPU's own kernels'
 //! (the sm80 twins' records left out), so the chapters' tables, figures and evidence are the Hopper
-//! kernels'; with `sm80` (`ladder-table stepNN sm80`, `ladder-evidence stepNN sm80`,
+//! kernels'; with `sm80` (`ladder-table stepNN sm80`, `ladder-evidence stepNN sm80`, `ladder-sweep-table sm80`, `ladder-plans stepNN sm80`,
 //! `ladder-evidence-value|-delta stepNN KEY sm80`), the sm80 twins' (and steps 01–03's, which every
 //! twin shares).
 //! The ladder table and figure leave sweep records out (a sweep's 4096³ is not the chapter's run);
@@ -361,9 +363,14 @@ impl LadderResults {
                 }
                 ("ladder-figure", []) => self.figure_links(chapter),
                 ("ladder-sweep-table", []) => sweep_table(&self.files),
+                ("ladder-sweep-table", ["sm80"]) => sweep_table(&self.sm80_files),
                 ("ladder-plans", [step]) => {
                     let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
                     plans_table(&self.files, id)
+                }
+                ("ladder-plans", [step, "sm80"]) => {
+                    let id = parse_step(step).ok_or_else(|| bad("the step is written step01 … step11"))?;
+                    plans_table(&self.sm80_files, id)
                 }
                 ("ladder-sweep-figure", []) => self.sweep_figure_links(chapter),
                 ("ladder-evidence", [step]) => {
@@ -432,7 +439,7 @@ impl LadderResults {
                 }
                 _ => {
                     return Err(bad(
-                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN [sm80], ladder-mx stepNN, ladder-figure, ladder-sweep-table, ladder-sweep-figure, ladder-plans stepNN, ladder-evidence stepNN [sm80|before=REVISION], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-choice stepNN, ladder-choice-figure, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
+                        "unknown directive: the known ones are ladder-table [stepNN [sm80]], ladder-alternatives stepNN [sm80], ladder-mx stepNN, ladder-figure, ladder-sweep-table [sm80], ladder-sweep-figure, ladder-plans stepNN [sm80], ladder-evidence stepNN [sm80|before=REVISION], ladder-timeline stepNN, ladder-l2, ladder-evidence-value|-delta stepNN KEY [sm80], ladder-timeline-share stepNN PART, ladder-clusters stepNN, ladder-sweep-compare stepNN MxNxK MxNxK, ladder-choice stepNN, ladder-choice-figure, ladder-peak [datasheet], ladder-rounds, ladder-quoted, ladder-quote ID and ladder-sources",
                     ))
                 }
             };
@@ -778,6 +785,34 @@ mod tests {
             .expand("{{#ladder-sweep-table step10}}", Path::new("x.md"))
             .is_err());
         assert!(swept.expand("{{#ladder-sweep-figure x}}", Path::new("x.md")).is_err());
+    }
+
+    #[test]
+    fn the_sm80_sweep_table_shows_the_twin_s_sweep_and_the_plain_one_does_not() {
+        // Step 10's sweep records made the sm80 twin's: they leave the plain table for the sm80 one.
+        let mut file = crate::book::figure_sweep::tests::synthetic();
+        for r in file.records.iter_mut().filter(|r| r.step == 10) {
+            r.kernel = "steps/step10_persistent/sm80.cu".into();
+        }
+        let results = LadderResults::new(vec![file]);
+        let rows = |directive: &str| -> Vec<String> {
+            let table = results.expand(directive, Path::new("results.md")).unwrap();
+            table
+                .lines()
+                .filter(|l| l.starts_with("| NVIDIA H200 |"))
+                .map(str::to_string)
+                .collect()
+        };
+        let (plain, twin) = (rows("{{#ladder-sweep-table}}"), rows("{{#ladder-sweep-table sm80}}"));
+        assert!(
+            !plain.is_empty() && plain.iter().all(|r| !r.contains("10 persistent")),
+            "{plain:?}"
+        );
+        assert!(
+            !twin.is_empty() && twin.iter().all(|r| r.contains("10 persistent")),
+            "{twin:?}"
+        );
+        assert_eq!(plain.len() + twin.len(), 22);
     }
 
     #[test]
